@@ -1,0 +1,1 @@
+"""Backends that execute lowered copy programs."""

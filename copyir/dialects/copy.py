@@ -1,0 +1,1380 @@
+"""The copy dialect: refs, semaphores, BufferedRefs and the DMAs between them.
+
+Types first, then one class per op, then the `Copy` dialect at the bottom.
+The ops follow the TPU copy helpers of JAX Pallas: `copy.dma` is
+`make_async_copy(...).start()` / `.wait()`, `copy.sync_copy` is the pytree
+`sync_copy` helper, and `copy.buffered_ref` / `copy.buffered_copy` are a
+`BufferedRef` and its synchronous copy through one window slot.
+
+Verifiers raise `CopyIRError` (a `ValueError`) with the messages of
+`copyir.errors`; `passes.verify` gives them the op's location. Builders that
+a user calls from Python check eagerly; the parsers build ops leniently
+(`Op.create`) so that every semantic error comes from the verifier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    FileLineColLoc,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+
+from copyir import errors, pytree
+from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
+from copyir.errors import CopyIRError, Loc, Note
+from copyir.target import DEFAULT
+
+# --------------------------------------------------------------------------
+# Memory spaces
+# --------------------------------------------------------------------------
+
+SPACES = ("hbm", "vmem", "smem")
+SPACE_ALIASES = {"any": "hbm"}
+ACTIONS = ("start", "wait")
+
+
+def memory_space(name: str) -> str:
+    """The canonical space for a name (`any` is `hbm`), or UNKNOWN_SPACE."""
+    name = SPACE_ALIASES.get(name, name)
+    if name not in SPACES:
+        raise CopyIRError(errors.UNKNOWN_SPACE.format(space=name))
+    return name
+
+
+# --------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------
+
+
+def _int_array(values: Sequence[int]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr(IntAttr(v) for v in values)
+
+
+def _dims_text(shape: Sequence[int]) -> str:
+    return ", ".join(str(d) for d in shape)
+
+
+@irdl_attr_definition
+class RefType(ParametrizedAttribute, TypeAttribute):
+    """An array in one memory space: `!copy.ref<16x128xf32, hbm>`."""
+
+    name = "copy.ref"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    space: StringAttr
+
+    def __init__(
+        self, shape: Sequence[int], element_type: Attribute, space: str = "hbm"
+    ):
+        super().__init__(_int_array(shape), element_type, StringAttr(space))
+
+    def verify(self) -> None:
+        if self.element_type not in BY_IR:
+            raise CopyIRError(
+                errors.UNKNOWN_DTYPE.format(dtype=self.element_type, known=KNOWN_NAMES)
+            )
+        memory_space(self.space.data)
+        if any(d.data < 1 for d in self.shape.data):
+            raise CopyIRError(errors.BAD_DIMENSION.format(type=self.describe()))
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def dtype(self) -> DType:
+        return BY_IR[self.element_type]
+
+    @property
+    def space_name(self) -> str:
+        return self.space.data
+
+    @property
+    def nbytes(self) -> int:
+        size = self.dtype.itemsize
+        for d in self.shape.data:
+            size *= d.data
+        return size
+
+    def describe(self) -> str:
+        """The type in the authoring syntax: `f32[16, 128] @hbm`."""
+        dtype = BY_IR.get(self.element_type)
+        name = dtype.name if dtype else str(self.element_type)
+        return f"{name}[{_dims_text(self.get_shape())}] @{self.space.data}"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            pos = parser.pos
+            space = parser.parse_identifier("for a memory space")
+            try:
+                space = memory_space(space)
+            except CopyIRError as err:
+                parser.raise_error(str(err), pos, parser.pos)
+        return [_int_array(shape), element_type, StringAttr(space)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            for d in self.get_shape():
+                printer.print_string(f"{d}x")
+            printer.print_attribute(self.element_type)
+            printer.print_string(f", {self.space.data}")
+
+
+@irdl_attr_definition
+class SemaphoreType(ParametrizedAttribute, TypeAttribute):
+    """One DMA semaphore, a counter in bytes: `!copy.sem`."""
+
+    name = "copy.sem"
+
+    def describe(self) -> str:
+        return "a semaphore"
+
+
+@irdl_attr_definition
+class SemaphoreArrayType(ParametrizedAttribute, TypeAttribute):
+    """An array of DMA semaphores, indexed by integers: `!copy.sem_array<2>`."""
+
+    name = "copy.sem_array"
+
+    shape: ArrayAttr[IntAttr]
+
+    def __init__(self, shape: Sequence[int]):
+        super().__init__(_int_array(shape))
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    def describe(self) -> str:
+        return f"semaphore[{_dims_text(self.get_shape())}]"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape = parser.parse_dimension_list()
+        return [_int_array(shape)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string("x".join(str(d) for d in self.get_shape()))
+
+
+BLOCKED, ELEMENT, SQUEEZED = "blocked", "element", "squeezed"
+BLOCK_KINDS = (BLOCKED, ELEMENT, SQUEEZED)
+
+
+@irdl_attr_definition
+class BlockDimAttr(ParametrizedAttribute):
+    """One dimension of a block shape: `Blocked(b)`, `Element(b)` or squeezed.
+
+    A squeezed dimension (Pallas' `None`) has block size 1 and is dropped
+    from the window.
+    """
+
+    name = "copy.block_dim"
+
+    kind: StringAttr
+    size: IntAttr
+
+    def __init__(self, kind: str, size: int = 1):
+        super().__init__(StringAttr(kind), IntAttr(size))
+
+    def describe(self) -> str:
+        kind, size = self.kind.data, self.size.data
+        return {BLOCKED: f"{size}", ELEMENT: f"Element({size})"}.get(kind, "None")
+
+    @classmethod
+    def parse_block_dim(cls, parser: AttrParser) -> BlockDimAttr:
+        if parser.parse_optional_keyword("squeezed"):
+            return BlockDimAttr(SQUEEZED)
+        kind = ELEMENT if parser.parse_optional_keyword("element") else BLOCKED
+        return BlockDimAttr(kind, parser.parse_integer(allow_negative=True))
+
+    def print_block_dim(self, printer: Printer) -> None:
+        kind, size = self.kind.data, self.size.data
+        printer.print_string(
+            {BLOCKED: f"{size}", ELEMENT: f"element {size}"}.get(kind, "squeezed")
+        )
+
+
+@irdl_attr_definition
+class BufferedRefType(ParametrizedAttribute, TypeAttribute):
+    """A BufferedRef: `buffers` window slots over blocks of an array.
+
+    `!copy.buffered<1000x384xf32, [128, 128], buffers 2, vmem>`: the array's
+    shape and dtype, the block shape, the buffer count and the window space.
+    The window itself has shape (buffers, *block without squeezed dims).
+    """
+
+    name = "copy.buffered"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    block: ArrayAttr[BlockDimAttr]
+    buffers: IntAttr
+    space: StringAttr
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        element_type: Attribute,
+        block: Sequence[BlockDimAttr],
+        buffers: int = 2,
+        space: str = "vmem",
+    ):
+        super().__init__(
+            _int_array(shape),
+            element_type,
+            ArrayAttr(block),
+            IntAttr(buffers),
+            StringAttr(space),
+        )
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def array_type(self) -> RefType:
+        """The type of the plain refs this BufferedRef windows (in HBM)."""
+        return RefType(self.get_shape(), self.element_type, "hbm")
+
+    @property
+    def block_dims(self) -> tuple[BlockDimAttr, ...]:
+        return self.block.data
+
+    @property
+    def is_trivial_windowing(self) -> bool:
+        """Every block dimension is the whole array dimension."""
+        return all(
+            b.kind.data == BLOCKED and b.size.data == d
+            for b, d in zip(self.block_dims, self.get_shape(), strict=False)
+        ) and len(self.block_dims) == len(self.shape)
+
+    @property
+    def window_type(self) -> RefType:
+        window = [b.size.data for b in self.block_dims if b.kind.data != SQUEEZED]
+        return RefType((self.buffers.data, *window), self.element_type, self.space.data)
+
+    def describe(self) -> str:
+        array = self.array_type.describe().removesuffix(" @hbm")
+        block = ", ".join(b.describe() for b in self.block_dims)
+        if len(self.block_dims) == 1:
+            block += ","
+        return f"a BufferedRef over {array} (block=({block}))"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            block = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: BlockDimAttr.parse_block_dim(parser)
+            )
+            parser.parse_punctuation(",")
+            parser.parse_keyword("buffers")
+            buffers = parser.parse_integer(allow_negative=True)
+            parser.parse_punctuation(",")
+            pos = parser.pos
+            space = parser.parse_identifier("for a memory space")
+            try:
+                space = memory_space(space)
+            except CopyIRError as err:
+                parser.raise_error(str(err), pos, parser.pos)
+        return [
+            _int_array(shape),
+            element_type,
+            ArrayAttr(block),
+            IntAttr(buffers),
+            StringAttr(space),
+        ]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            for d in self.get_shape():
+                printer.print_string(f"{d}x")
+            printer.print_attribute(self.element_type)
+            printer.print_string(", [")
+            printer.print_list(self.block_dims, lambda b: b.print_block_dim(printer))
+            printer.print_string(f"], buffers {self.buffers.data}, {self.space.data}")
+
+
+def set_name(value: SSAValue, name: str | None) -> None:
+    """Name a value exactly as the user did.
+
+    xDSL's `name_hint` setter drops a trailing `_<digits>`, which would turn
+    a parameter `out_1` into `out`; parameter names bind inputs and outputs,
+    so copyir keeps them whole.
+    """
+    value._name = name
+
+
+def loc_of(location: Attribute) -> Loc | None:
+    """The file, line and column of an xDSL location, if it has them."""
+    if isinstance(location, FileLineColLoc):
+        return Loc(location.filename.data, location.line.data, location.column.data)
+    return None
+
+
+def describe_type(type: Attribute) -> str:
+    """A type as the authoring syntax and the messages spell it."""
+    if isinstance(type, RefType | SemaphoreType | SemaphoreArrayType | BufferedRefType):
+        return type.describe()
+    return str(type)
+
+
+def describe(value: SSAValue) -> str:
+    """A value as a user wrote it: its name, or the view expression."""
+    owner = value.owner
+    if isinstance(owner, ViewOp | SemIndexOp) and value.name_hint is None:
+        return owner.expression()
+    return value.name_hint or "an unnamed value"
+
+
+# --------------------------------------------------------------------------
+# Shared checks
+# --------------------------------------------------------------------------
+
+
+def _check_capacity(name: str, type: RefType) -> None:
+    space = type.space_name
+    capacity = DEFAULT.capacity(space)
+    if type.nbytes > capacity:
+        raise CopyIRError(
+            errors.OVER_CAPACITY.format(
+                name=name,
+                size=type.nbytes,
+                space=space,
+                capacity=capacity,
+                target=DEFAULT.name,
+            )
+        )
+
+
+def expect_ref(op: str, role: str, value: SSAValue) -> RefType:
+    """The value's RefType, or EXPECTED_REF naming what it is instead."""
+    if isinstance(value.type, RefType):
+        return value.type
+    raise CopyIRError(
+        errors.EXPECTED_REF.format(
+            op=op, role=role, name=describe(value), type=describe_type(value.type)
+        )
+    )
+
+
+def expect_semaphore(op: str, role: str, value: SSAValue) -> None:
+    if isinstance(value.type, SemaphoreType):
+        return
+    template = (
+        errors.UNINDEXED_SEMAPHORE_ARRAY
+        if isinstance(value.type, SemaphoreArrayType)
+        else errors.EXPECTED_SEMAPHORE
+    )
+    raise CopyIRError(
+        template.format(
+            op=op, role=role, name=describe(value), type=describe_type(value.type)
+        )
+    )
+
+
+def check_dma_types(src: RefType, dst: RefType) -> None:
+    """Mosaic's checks, messages verbatim: dtype first, then shape."""
+    if src.element_type != dst.element_type:
+        raise CopyIRError(errors.DTYPE_MISMATCH)
+    if src.get_shape() != dst.get_shape():
+        raise CopyIRError(errors.SHAPE_MISMATCH)
+
+
+def root_region(value: SSAValue) -> tuple[SSAValue, list[tuple[int, int]]]:
+    """The buffer a ref aliases and the box of it that the ref covers.
+
+    Views are unit-step boxes, so following the chain of views to its root
+    gives one half-open [lo, hi) interval per dimension of the root; a
+    dimension that a view indexed keeps an interval of length 1.
+    """
+    views = []
+    while isinstance(value.owner, ViewOp):
+        views.append(value.owner)
+        value = value.owner.source
+    if not isinstance(value.type, RefType):
+        return value, []
+    box = [(0, d) for d in value.type.get_shape()]
+    visible = list(range(len(box)))
+    for view in reversed(views):
+        subscripts = view.subscripts()[: len(visible)]
+        for axis, (offset, size, _) in zip(visible, subscripts, strict=False):
+            lo = box[axis][0] + offset
+            box[axis] = (lo, lo + size)
+        dropped = {visible[k] for k, (_, _, d) in enumerate(subscripts) if d}
+        visible = [axis for axis in visible if axis not in dropped]
+    return value, box
+
+
+def boxes_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b))
+
+
+# --------------------------------------------------------------------------
+# Ops
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel: HBM ref parameters and a body of copy ops.
+
+    `copy.kernel @name(%a : !copy.ref<16x128xf32, hbm>) { ... }`. Parameter
+    names are the entry block's argument names.
+    """
+
+    name = "copy.kernel"
+
+    sym_name = prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(
+        self, name: str, params: Sequence[tuple[str, Attribute]] = (), body=None
+    ):
+        block = Block(arg_types=[t for _, t in params])
+        for arg, (param_name, _) in zip(block.args, params, strict=True):
+            set_name(arg, param_name)
+        super().__init__(
+            properties={"sym_name": StringAttr(name)},
+            regions=[body if body is not None else Region(block)],
+        )
+
+    @property
+    def kernel_name(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def params(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args)
+
+    @property
+    def param_names(self) -> list[str]:
+        """Each parameter's name; `argN` for one the IR left unnamed."""
+        return [a.name_hint or f"arg{i}" for i, a in enumerate(self.params)]
+
+    def verify_(self) -> None:
+        seen = set()
+        for arg, name in zip(self.params, self.param_names, strict=True):
+            try:
+                if name in seen:
+                    raise CopyIRError(errors.DUPLICATE_PARAM.format(name=name))
+                seen.add(name)
+                type = expect_ref("kernel", "parameter", arg)
+                if type.space_name != "hbm":
+                    raise CopyIRError(
+                        errors.PARAM_NOT_HBM.format(name=name, type=type.describe())
+                    )
+                _check_capacity(name, type)
+            except CopyIRError as err:
+                raise err.at(loc_of(arg.location)) from None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+
+        def parse_param() -> Parser.Argument:
+            arg = parser.parse_argument()
+            arg.location = parser.parse_optional_location()
+            return arg
+
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_param)
+        region = parser.parse_region(args)
+        return cls.build(properties={"sym_name": StringAttr(name)}, regions=[region])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Scratch memory in VMEM or SMEM: `%buf = copy.alloc : !copy.ref<...>`."""
+
+    name = "copy.alloc"
+
+    result = result_def()
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: RefType, name: str | None = None):
+        super().__init__(result_types=[type])
+        set_name(self.result, name)
+
+    def verify_(self) -> None:
+        type = expect_ref("alloc", "result", self.result)
+        if type.space_name == "hbm":
+            raise CopyIRError(
+                errors.ALLOC_IN_HBM.format(
+                    name=describe(self.result), type=type.describe()
+                )
+            )
+        _check_capacity(describe(self.result), type)
+
+
+@irdl_op_definition
+class SemaphoreOp(IRDLOperation):
+    """A DMA semaphore, or an array of them: `%s = copy.semaphore : !copy.sem`."""
+
+    name = "copy.semaphore"
+
+    result = result_def(SemaphoreType | SemaphoreArrayType)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, shape: Sequence[int] = (), name: str | None = None):
+        type = SemaphoreArrayType(shape) if shape else SemaphoreType()
+        super().__init__(result_types=[type])
+        set_name(self.result, name)
+
+    def verify_(self) -> None:
+        type = self.result.type
+        if isinstance(type, SemaphoreArrayType) and (
+            not type.shape.data or any(d < 1 for d in type.get_shape())
+        ):
+            raise CopyIRError(
+                errors.BAD_SEMAPHORE_SHAPE.format(shape=list(type.get_shape()))
+            )
+
+
+def _subscript_text(offset: int, size: int, dropped: bool) -> str:
+    return str(offset) if dropped else f"{offset}:{offset + size}"
+
+
+def view_result_type(
+    source: Attribute, subscripts: Sequence[tuple[int, int, bool]]
+) -> Attribute:
+    """The type of a view; a well-formed placeholder when the view is not.
+
+    Parsers build views before verifying them, so an invalid view gets the
+    source's type and the verifier reports the view itself.
+    """
+    if not isinstance(source, RefType) or len(subscripts) > len(source.shape):
+        return source
+    shape = list(source.get_shape())
+    kept = [size for _, size, dropped in subscripts if not dropped]
+    new_shape = kept + shape[len(subscripts) :]
+    if any(d < 1 for d in new_shape):
+        return source
+    return RefType(new_shape, source.element_type, source.space_name)
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A view of a ref: unit-step slices and integer indices per dimension.
+
+    `%v = copy.view %x[0:32, 5] : !copy.ref<64x8x128xf32, hbm>` views rows
+    0:32, drops dimension 1 at index 5, and keeps all of dimension 2. Views
+    alias their source. Each subscript is (offset, size, dropped); an index
+    is a dropped subscript of size 1. Starts are static now; loop-index
+    starts will join as a variadic operand with a sentinel in `offsets`, the
+    way `memref.subview` mixes static and dynamic offsets.
+    """
+
+    name = "copy.view"
+
+    source = operand_def()
+    offsets = prop_def(DenseArrayBase[I64])
+    sizes = prop_def(DenseArrayBase[I64])
+    dropped = prop_def(DenseArrayBase[I64])
+    result = result_def()
+
+    def __init__(
+        self,
+        source: SSAValue,
+        subscripts: Sequence[tuple[int, int, bool]],
+        name: str | None = None,
+    ):
+        super().__init__(
+            operands=[source],
+            properties=self.subscript_properties(subscripts),
+            result_types=[view_result_type(source.type, subscripts)],
+        )
+        set_name(self.result, name)
+
+    @staticmethod
+    def subscript_properties(
+        subscripts: Sequence[tuple[int, int, bool]],
+    ) -> dict[str, Attribute]:
+        return {
+            "offsets": DenseArrayBase.from_list(i64, [o for o, _, _ in subscripts]),
+            "sizes": DenseArrayBase.from_list(i64, [s for _, s, _ in subscripts]),
+            "dropped": DenseArrayBase.from_list(
+                i64, [i for i, (_, _, d) in enumerate(subscripts) if d]
+            ),
+        }
+
+    def subscripts(self) -> list[tuple[int, int, bool]]:
+        offsets, sizes = self.offsets.get_values(), self.sizes.get_values()
+        dropped = set(self.dropped.get_values())
+        return [(o, s, i in dropped) for i, (o, s) in enumerate(zip(offsets, sizes))]
+
+    def expression(self) -> str:
+        inner = ", ".join(_subscript_text(*s) for s in self.subscripts())
+        return f"{describe(self.source)}[{inner}]"
+
+    def verify_(self) -> None:
+        source = expect_ref("a view", "source", self.source)
+        name, expr = describe(self.source), self.expression()
+        offsets, sizes = self.offsets.get_values(), self.sizes.get_values()
+        if len(offsets) != len(sizes) or any(
+            not 0 <= d < len(offsets) for d in self.dropped.get_values()
+        ):
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=name, why="offsets, sizes and dropped disagree"
+                )
+            )
+        shape = source.get_shape()
+        if len(offsets) > len(shape):
+            raise CopyIRError(
+                errors.TOO_MANY_INDICES.format(
+                    name=name, rank=len(shape), count=len(offsets)
+                )
+            )
+        for dim, (offset, size, dropped) in enumerate(self.subscripts()):
+            _check_subscript(name, expr, dim, shape[dim], offset, size, dropped)
+        expected = view_result_type(source, self.subscripts())
+        if self.result.type != expected:
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=name, why=f"its type should be {describe_type(expected)}"
+                )
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ViewOp:
+        source = parser.parse_unresolved_operand()
+        subscripts = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: _parse_subscript(parser)
+        )
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        return cls.build(
+            operands=[parser.resolve_operand(source, source_type)],
+            properties=cls.subscript_properties(subscripts),
+            result_types=[view_result_type(source_type, subscripts)],
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        inner = ", ".join(_subscript_text(*s) for s in self.subscripts())
+        printer.print_string(f"[{inner}] : ")
+        printer.print_attribute(self.source.type)
+
+
+def _check_subscript(
+    name: str, expr: str, dim: int, extent: int, offset: int, size: int, dropped: bool
+) -> None:
+    if offset < 0:
+        raise CopyIRError(errors.NEGATIVE_INDEX.format(index=offset, expr=expr))
+    if dropped:
+        if offset >= extent:
+            raise CopyIRError(
+                errors.INDEX_OUT_OF_BOUNDS.format(
+                    index=offset, dim=dim, name=name, size=extent
+                )
+            )
+        return
+    if size < 1:
+        raise CopyIRError(
+            errors.EMPTY_SLICE.format(
+                start=offset, stop=offset + size, dim=dim, expr=expr
+            )
+        )
+    if offset + size > extent:
+        raise CopyIRError(
+            errors.SLICE_OUT_OF_BOUNDS.format(
+                start=offset, stop=offset + size, dim=dim, name=name, size=extent
+            )
+        )
+
+
+def _parse_subscript(parser: Parser) -> tuple[int, int, bool]:
+    """`5` (an index) or `0:32` (a slice) in the MLIR form of a view."""
+    start = parser.parse_integer(allow_negative=True)
+    if parser.parse_optional_punctuation(":") is None:
+        return (start, 1, True)
+    stop = parser.parse_integer(allow_negative=True)
+    if parser.parse_optional_punctuation(":") is not None:
+        parser.raise_error(errors.SLICE_STEP.format(expr=f"{start}:{stop}:..."))
+    return (start, stop - start, False)
+
+
+@irdl_op_definition
+class SemIndexOp(IRDLOperation):
+    """One semaphore of an array: `%s = copy.sem_index %sems[1] : !copy.sem_array<2>`.
+
+    Indexing fewer dimensions than the array has gives a smaller array.
+    """
+
+    name = "copy.sem_index"
+
+    source = operand_def()
+    indices = prop_def(DenseArrayBase[I64])
+    result = result_def()
+
+    def __init__(self, source: SSAValue, indices: Sequence[int]):
+        super().__init__(
+            operands=[source],
+            properties={"indices": DenseArrayBase.from_list(i64, indices)},
+            result_types=[sem_index_result_type(source.type, len(indices))],
+        )
+
+    def expression(self) -> str:
+        inner = ", ".join(str(i) for i in self.indices.get_values())
+        return f"{describe(self.source)}[{inner}]"
+
+    def verify_(self) -> None:
+        name = describe(self.source)
+        if not isinstance(self.source.type, SemaphoreArrayType):
+            raise CopyIRError(
+                errors.TOO_MANY_INDICES.format(
+                    name=name, rank=0, count=len(self.indices.get_values())
+                )
+            )
+        shape = self.source.type.get_shape()
+        indices = self.indices.get_values()
+        if len(indices) > len(shape):
+            raise CopyIRError(
+                errors.TOO_MANY_INDICES.format(
+                    name=name, rank=len(shape), count=len(indices)
+                )
+            )
+        for dim, index in enumerate(indices):
+            _check_subscript(name, self.expression(), dim, shape[dim], index, 1, True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SemIndexOp:
+        source = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_negative=True)
+        )
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        return cls.build(
+            operands=[parser.resolve_operand(source, source_type)],
+            properties={"indices": DenseArrayBase.from_list(i64, indices)},
+            result_types=[sem_index_result_type(source_type, len(indices))],
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        inner = ", ".join(str(i) for i in self.indices.get_values())
+        printer.print_string(f"[{inner}] : ")
+        printer.print_attribute(self.source.type)
+
+
+def sem_index_result_type(source: Attribute, count: int) -> Attribute:
+    if not isinstance(source, SemaphoreArrayType) or count >= len(source.shape):
+        return SemaphoreType()
+    return SemaphoreArrayType(source.get_shape()[count:])
+
+
+@irdl_op_definition
+class DmaOp(IRDLOperation):
+    """Start a DMA, or wait for one: `make_async_copy(src, dst, sem)`.
+
+    `copy.dma "start" %src, %dst, %sem add priority 1 : ...`. A start moves
+    src into dst (adding when `add` is set) and raises sem by the bytes of
+    the copy when it completes; a wait names the same descriptor and lowers
+    sem by that many bytes once they have arrived. The action is a string,
+    exactly `start` or `wait`, as in Pallas' `_copy_start_or_wait`.
+    """
+
+    name = "copy.dma"
+
+    action = prop_def(StringAttr)
+    src = operand_def()
+    dst = operand_def()
+    sem = operand_def()
+    add = opt_prop_def(UnitAttr)
+    priority = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$action $src `,` $dst `,` $sem (`add` $add^)? (`priority` $priority^)? "
+        "attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
+    )
+
+    def __init__(
+        self,
+        action: str,
+        src: SSAValue,
+        dst: SSAValue,
+        sem: SSAValue,
+        *,
+        add: bool = False,
+        priority: int = 0,
+    ):
+        check_action(action)
+        super().__init__(
+            operands=[src, dst, sem],
+            properties=self.option_properties(action, add, priority),
+        )
+
+    @staticmethod
+    def option_properties(action: str, add: bool, priority: int) -> dict:
+        properties: dict[str, Attribute] = {"action": StringAttr(action)}
+        if add:
+            properties["add"] = UnitAttr()
+        if priority:
+            properties["priority"] = IntegerAttr(priority, i64)
+        return properties
+
+    @property
+    def is_start(self) -> bool:
+        return self.action.data == "start"
+
+    @property
+    def priority_value(self) -> int:
+        return self.priority.value.data if self.priority is not None else 0
+
+    @property
+    def label(self) -> str:
+        return "copy_start" if self.is_start else "copy_wait"
+
+    def verify_(self) -> None:
+        check_action(self.action.data)
+        src = expect_ref(self.label, "src", self.src)
+        dst = expect_ref(self.label, "dst", self.dst)
+        expect_semaphore(self.label, "sem", self.sem)
+        if not self.is_start:
+            for option, given in (
+                ("add", self.add is not None),
+                ("priority", self.priority is not None),
+            ):
+                if given:
+                    raise CopyIRError(errors.WAIT_OPTIONS.format(option=option))
+        if self.priority_value not in (0, 1):
+            raise CopyIRError(errors.BAD_PRIORITY.format(priority=self.priority_value))
+        check_dma_types(src, dst)
+        check_no_overlap(self.src, self.dst)
+
+
+def check_action(action: str) -> None:
+    if action not in ACTIONS:
+        raise CopyIRError(errors.UNKNOWN_ACTION.format(action=action))
+
+
+def check_no_overlap(src: SSAValue, dst: SSAValue) -> None:
+    src_root, src_box = root_region(src)
+    dst_root, dst_box = root_region(dst)
+    if src_root is dst_root and boxes_overlap(src_box, dst_box):
+        raise CopyIRError(
+            errors.DMA_OVERLAP.format(src=describe(src), dst=describe(dst))
+        )
+
+
+@irdl_op_definition
+class SyncCopyOp(IRDLOperation):
+    """Synchronously copy a pytree of refs into another, leaf by leaf.
+
+    `copy.sync_copy (%a, %b) -> {x: %va, y: %vb} add : !t0, !t1 -> !t2, !t3`.
+    The operands are the leaves in JAX's leaf order; `src_tree` and
+    `dst_tree` hold the two structures as spec strings.
+    """
+
+    name = "copy.sync_copy"
+
+    srcs = var_operand_def()
+    dsts = var_operand_def()
+    src_tree = prop_def(StringAttr)
+    dst_tree = prop_def(StringAttr)
+    add = opt_prop_def(UnitAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        src_tree: pytree.TreeDef,
+        srcs: Sequence[SSAValue],
+        dst_tree: pytree.TreeDef,
+        dsts: Sequence[SSAValue],
+        *,
+        add: bool = False,
+    ):
+        super().__init__(
+            operands=[srcs, dsts],
+            properties=self.tree_properties(src_tree, dst_tree, add),
+        )
+
+    @staticmethod
+    def tree_properties(
+        src_tree: pytree.TreeDef, dst_tree: pytree.TreeDef, add: bool
+    ) -> dict[str, Attribute]:
+        properties: dict[str, Attribute] = {
+            "src_tree": StringAttr(src_tree.spec),
+            "dst_tree": StringAttr(dst_tree.spec),
+        }
+        if add:
+            properties["add"] = UnitAttr()
+        return properties
+
+    def trees(self) -> tuple[pytree.TreeDef, pytree.TreeDef]:
+        return (
+            pytree.parse_spec(self.src_tree.data),
+            pytree.parse_spec(self.dst_tree.data),
+        )
+
+    def verify_(self) -> None:
+        src_tree, dst_tree = self.trees()
+        for tree, values in ((src_tree, self.srcs), (dst_tree, self.dsts)):
+            if tree.num_leaves != len(values):
+                raise CopyIRError(
+                    errors.TREE_LEAF_COUNT.format(
+                        spec=tree.spec, leaves=tree.num_leaves, count=len(values)
+                    )
+                )
+        if src_tree != dst_tree:
+            raise CopyIRError(
+                errors.TREE_MISMATCH.format(
+                    src=src_tree.render([describe(v) for v in self.srcs]),
+                    dst=dst_tree.render([describe(v) for v in self.dsts]),
+                )
+            )
+        for path, src, dst in zip(
+            src_tree.leaf_paths(), self.srcs, self.dsts, strict=True
+        ):
+            role = f"leaf {path}" if path else "leaf"
+            src_type = expect_ref("sync_copy", f"source {role}", src)
+            dst_type = expect_ref("sync_copy", f"destination {role}", dst)
+            try:
+                check_dma_types(src_type, dst_type)
+                check_no_overlap(src, dst)
+            except CopyIRError as err:
+                note = (
+                    f"at {role}: {describe(src)} is {src_type.describe()}, "
+                    f"{describe(dst)} is {dst_type.describe()}"
+                )
+                raise CopyIRError(err.message, notes=(Note(note),)) from None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SyncCopyOp:
+        src_tree, srcs = pytree.flatten(_parse_tree(parser))
+        parser.parse_punctuation("->")
+        dst_tree, dsts = pytree.flatten(_parse_tree(parser))
+        add = parser.parse_optional_keyword("add") is not None
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        src_types = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_type
+        )
+        parser.parse_punctuation("->")
+        dst_types = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_type
+        )
+        if len(src_types) != len(srcs) or len(dst_types) != len(dsts):
+            parser.raise_error("sync_copy needs one type per leaf", pos, parser.pos)
+        return cls.build(
+            operands=[
+                parser.resolve_operands(srcs, src_types, pos),
+                parser.resolve_operands(dsts, dst_types, pos),
+            ],
+            properties=cls.tree_properties(src_tree, dst_tree, add),
+        )
+
+    def print(self, printer: Printer) -> None:
+        src_tree, dst_tree = self.trees()
+        printer.print_string(" ")
+        _print_tree(printer, src_tree, list(self.srcs))
+        printer.print_string(" -> ")
+        _print_tree(printer, dst_tree, list(self.dsts))
+        if self.add is not None:
+            printer.print_string(" add")
+        printer.print_string(" : (")
+        printer.print_list([v.type for v in self.srcs], printer.print_attribute)
+        printer.print_string(") -> (")
+        printer.print_list([v.type for v in self.dsts], printer.print_attribute)
+        printer.print_string(")")
+
+
+def _parse_tree(parser: Parser, depth: int = 0) -> object:
+    """A pytree of operands in the MLIR form, as nested Python containers.
+
+    `(%a, {x: %b})` gives `(a, {"x": b})` with unresolved operands as
+    leaves; `pytree.flatten` then orders the leaves as JAX does.
+    """
+    if depth > pytree.MAX_DEPTH:
+        parser.raise_error(errors.NESTED_TOO_DEEP.format(limit=pytree.MAX_DEPTH))
+    if (operand := parser.parse_optional_unresolved_operand()) is not None:
+        return operand
+    if parser.parse_optional_punctuation("{") is not None:
+        record: dict[str, object] = {}
+        while parser.parse_optional_punctuation("}") is None:
+            pos = parser.pos
+            key = parser.parse_identifier(" as a record key")
+            if key in record:
+                parser.raise_error(errors.DUPLICATE_KEY.format(key=key), pos)
+            parser.parse_punctuation(":")
+            record[key] = _parse_tree(parser, depth + 1)
+            if parser.parse_optional_punctuation(",") is None:
+                parser.parse_punctuation("}")
+                break
+        return record
+    closing = "]" if parser.parse_optional_punctuation("[") is not None else ")"
+    if closing == ")":
+        parser.parse_punctuation("(", " or a value to start a pytree")
+    children: list[object] = []
+    trailing = False
+    while parser.parse_optional_punctuation(closing) is None:
+        children.append(_parse_tree(parser, depth + 1))
+        trailing = parser.parse_optional_punctuation(",") is not None
+        if not trailing:
+            parser.parse_punctuation(closing)
+            break
+    if closing == "]":
+        return children
+    if len(children) == 1 and not trailing:
+        return children[0]
+    return tuple(children)
+
+
+def _print_tree(printer: Printer, tree: pytree.TreeDef, leaves: list[SSAValue]):
+    """Print a pytree of operands, leaves in leaf order: `(%a, {x: %b})`."""
+    if tree.kind == "leaf":
+        printer.print_operand(leaves.pop(0))
+        return
+    opening, closing = pytree.BRACKETS[tree.kind]
+    printer.print_string(opening)
+    for i, child in enumerate(tree.children):
+        if i:
+            printer.print_string(", ")
+        if tree.kind == "record":
+            printer.print_string(f"{tree.keys[i]}: ")
+        _print_tree(printer, child, leaves)
+    if tree.kind == "tuple" and len(tree.children) == 1:
+        printer.print_string(",")
+    printer.print_string(closing)
+
+
+@irdl_op_definition
+class BufferedRefOp(IRDLOperation):
+    """A BufferedRef: `%bx = copy.buffered_ref : !copy.buffered<...>`.
+
+    Its window, `buffers` slots of one block each, lives in VMEM (or SMEM).
+    """
+
+    name = "copy.buffered_ref"
+
+    result = result_def(BufferedRefType)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: BufferedRefType, name: str | None = None):
+        super().__init__(result_types=[type])
+        set_name(self.result, name)
+
+    def verify_(self) -> None:
+        type: BufferedRefType = self.result.type
+        array = type.get_shape()
+        RefType(array, type.element_type, "hbm")  # dtype and dimensions
+        block = type.block_dims
+        if len(block) != len(array):
+            raise CopyIRError(
+                errors.BLOCK_RANK.format(
+                    block=_block_text(block), block_rank=len(block), rank=len(array)
+                )
+            )
+        for dim, (b, extent) in enumerate(zip(block, array)):
+            if b.kind.data not in BLOCK_KINDS:
+                raise CopyIRError(
+                    errors.MALFORMED_VIEW.format(
+                        name=describe(self.result),
+                        why=f"unknown block kind {b.kind.data}",
+                    )
+                )
+            if b.kind.data != SQUEEZED and not 1 <= b.size.data <= extent:
+                raise CopyIRError(
+                    errors.BLOCK_SIZE.format(size=b.size.data, dim=dim, extent=extent)
+                )
+        if type.buffers.data < 1:
+            raise CopyIRError(errors.BAD_BUFFERS.format(buffers=type.buffers.data))
+        if type.space.data not in ("vmem", "smem"):
+            raise CopyIRError(errors.WINDOW_SPACE.format(space=type.space.data))
+        _check_capacity(f"the window of {describe(self.result)}", type.window_type)
+
+
+def _block_text(block: Sequence[BlockDimAttr]) -> str:
+    inner = ", ".join(b.describe() for b in block)
+    return f"({inner},)" if len(block) == 1 else f"({inner})"
+
+
+@irdl_op_definition
+class BufferedCopyOp(IRDLOperation):
+    """Synchronously copy between a plain ref and one window slot.
+
+    `copy.buffered_copy %x -> %bx[7, 2] slot 0 : !copy.ref<...> -> !copy.buffered<...>`
+    copies block (7, 2) of x into slot 0 of bx's window (copy-in); with the
+    BufferedRef as the source it copies out. Block indices are written on
+    the BufferedRef's side; the syntax accepts them on either side so that
+    a copy with zero or two BufferedRefs reaches the verifier.
+    """
+
+    name = "copy.buffered_copy"
+
+    src = operand_def()
+    dst = operand_def()
+    src_indices = opt_prop_def(DenseArrayBase[I64])
+    dst_indices = opt_prop_def(DenseArrayBase[I64])
+    slot = opt_prop_def(IntegerAttr[I64])
+
+    def __init__(
+        self,
+        src: SSAValue,
+        dst: SSAValue,
+        indices: Sequence[int] | None = None,
+        *,
+        slot: int = 0,
+    ):
+        on_src = isinstance(src.type, BufferedRefType)
+        super().__init__(
+            operands=[src, dst],
+            properties=self.index_properties(
+                indices if on_src else None, None if on_src else indices, slot
+            ),
+        )
+
+    @staticmethod
+    def index_properties(
+        src_indices: Sequence[int] | None,
+        dst_indices: Sequence[int] | None,
+        slot: int,
+    ) -> dict[str, Attribute]:
+        properties: dict[str, Attribute] = {}
+        if src_indices is not None:
+            properties["src_indices"] = DenseArrayBase.from_list(i64, src_indices)
+        if dst_indices is not None:
+            properties["dst_indices"] = DenseArrayBase.from_list(i64, dst_indices)
+        if slot:
+            properties["slot"] = IntegerAttr(slot, i64)
+        return properties
+
+    @property
+    def copy_in(self) -> bool:
+        """True when the BufferedRef is the destination."""
+        return isinstance(self.dst.type, BufferedRefType)
+
+    @property
+    def bref(self) -> SSAValue:
+        return self.dst if self.copy_in else self.src
+
+    @property
+    def plain(self) -> SSAValue:
+        return self.src if self.copy_in else self.dst
+
+    @property
+    def slot_value(self) -> int:
+        return self.slot.value.data if self.slot is not None else 0
+
+    @property
+    def block_indices(self) -> tuple[int, ...] | None:
+        attr = self.dst_indices if self.copy_in else self.src_indices
+        return None if attr is None else tuple(attr.get_values())
+
+    def verify_(self) -> None:
+        src_is, dst_is = (
+            isinstance(v.type, BufferedRefType) for v in (self.src, self.dst)
+        )
+        if src_is and dst_is:
+            raise CopyIRError(errors.BOTH_BUFFERED)
+        if not (src_is or dst_is):
+            raise CopyIRError(errors.NEITHER_BUFFERED)
+        bref, plain = self.bref, self.plain
+        bref_name = describe(bref)
+        type: BufferedRefType = bref.type
+        plain_indices = self.src_indices if self.copy_in else self.dst_indices
+        if plain_indices is not None:
+            raise CopyIRError(
+                errors.INDICES_ON_PLAIN_REF.format(bref=bref_name, name=describe(plain))
+            )
+        role = "src" if self.copy_in else "dst"
+        plain_type = expect_ref("buffered_copy", role, plain)
+        if (
+            plain_type.get_shape() != type.get_shape()
+            or plain_type.element_type != type.element_type
+        ):
+            raise CopyIRError(
+                errors.WINDOWED_ARRAY_MISMATCH.format(
+                    name=describe(plain),
+                    type=plain_type.describe(),
+                    bref=bref_name,
+                    array=type.array_type.describe().removesuffix(" @hbm"),
+                )
+            )
+        indices = self.block_indices
+        if indices is None:
+            if not type.is_trivial_windowing:
+                raise CopyIRError(errors.MISSING_BLOCK_INDICES.format(bref=bref_name))
+        else:
+            check_block_indices(bref_name, type, indices)
+        if not 0 <= self.slot_value < type.buffers.data:
+            raise CopyIRError(
+                errors.SLOT_OUT_OF_RANGE.format(
+                    slot=self.slot_value, bref=bref_name, buffers=type.buffers.data
+                )
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BufferedCopyOp:
+        src = parser.parse_unresolved_operand()
+        src_indices = _parse_optional_indices(parser)
+        parser.parse_punctuation("->")
+        dst = parser.parse_unresolved_operand()
+        dst_indices = _parse_optional_indices(parser)
+        slot = 0
+        if parser.parse_optional_keyword("slot") is not None:
+            slot = parser.parse_integer(allow_negative=True)
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        dst_type = parser.parse_type()
+        return cls.build(
+            operands=[
+                parser.resolve_operand(src, src_type),
+                parser.resolve_operand(dst, dst_type),
+            ],
+            properties=cls.index_properties(src_indices, dst_indices, slot),
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.src)
+        _print_optional_indices(printer, self.src_indices)
+        printer.print_string(" -> ")
+        printer.print_operand(self.dst)
+        _print_optional_indices(printer, self.dst_indices)
+        if self.slot is not None:
+            printer.print_string(f" slot {self.slot_value}")
+        printer.print_string(" : ")
+        printer.print_attribute(self.src.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dst.type)
+
+
+def check_block_indices(
+    bref_name: str, type: BufferedRefType, indices: Sequence[int]
+) -> None:
+    """Block indices against the grid: BLOCK_INDEX_COUNT and bounds."""
+    shape = type.get_shape()
+    if len(indices) != len(shape):
+        raise CopyIRError(
+            errors.BLOCK_INDEX_COUNT.format(
+                bref=bref_name, rank=len(shape), count=len(indices)
+            )
+        )
+    expr = f"{bref_name}[{', '.join(str(i) for i in indices)}]"
+    for dim, (index, b, extent) in enumerate(zip(indices, type.block_dims, shape)):
+        if index < 0:
+            raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
+        if b.kind.data == ELEMENT:
+            if index >= extent:
+                raise CopyIRError(
+                    errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
+                        index=index, dim=dim, bref=bref_name, extent=extent
+                    )
+                )
+            continue
+        grid = extent if b.kind.data == SQUEEZED else -(-extent // b.size.data)
+        if index >= grid:
+            raise CopyIRError(
+                errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
+                    index=index, dim=dim, bref=bref_name, extent=grid
+                )
+            )
+
+
+def _parse_optional_indices(parser: Parser) -> list[int] | None:
+    if parser.parse_optional_punctuation("[") is None:
+        return None
+    if parser.parse_optional_punctuation("]") is not None:
+        return []
+    indices = [parser.parse_integer(allow_negative=True)]
+    while parser.parse_optional_punctuation(",") is not None:
+        indices.append(parser.parse_integer(allow_negative=True))
+    parser.parse_punctuation("]")
+    return indices
+
+
+def _print_optional_indices(printer: Printer, attr: DenseArrayBase | None) -> None:
+    if attr is not None:
+        printer.print_string(f"[{', '.join(str(i) for i in attr.get_values())}]")
+
+
+Copy = Dialect(
+    "copy",
+    [
+        KernelOp,
+        AllocOp,
+        SemaphoreOp,
+        ViewOp,
+        SemIndexOp,
+        DmaOp,
+        SyncCopyOp,
+        BufferedRefOp,
+        BufferedCopyOp,
+    ],
+    [RefType, SemaphoreType, SemaphoreArrayType, BlockDimAttr, BufferedRefType],
+)
+
+__all__ = [
+    "AllocOp",
+    "BufferedCopyOp",
+    "BufferedRefOp",
+    "BufferedRefType",
+    "Copy",
+    "DmaOp",
+    "KernelOp",
+    "RefType",
+    "SemIndexOp",
+    "SemaphoreArrayType",
+    "SemaphoreOp",
+    "SemaphoreType",
+    "SyncCopyOp",
+    "ViewOp",
+]

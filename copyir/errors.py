@@ -1,0 +1,152 @@
+"""The project's error type and every message a user can meet, in one place.
+
+All errors a user can cause (syntax, verification, lowering, run time) are a
+`CopyIRError`: a `ValueError` whose `str()` is exactly the message. The
+location and any related sites travel beside the message, so the API can let
+the exception through unchanged while the command line prints
+`file:line:col: error: message` with the source line and a caret.
+
+Messages from Pallas and Mosaic are kept verbatim (stray full stop included)
+and name nothing; the others name the values involved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A point in a source file (1-based line and column)."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A second site of a diagnostic, such as the other end of a race."""
+
+    message: str
+    loc: Loc | None = None
+
+
+class CopyIRError(ValueError):
+    """A user-facing error: `str(err)` is exactly the message."""
+
+    def __init__(
+        self, message: str, loc: Loc | None = None, notes: tuple[Note, ...] = ()
+    ):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.notes = tuple(notes)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def at(self, loc: Loc | None) -> CopyIRError:
+        """Give the error a location if it has none yet; returns self."""
+        if self.loc is None:
+            self.loc = loc
+        return self
+
+
+# Verbatim from Pallas (jax/_src/pallas/mosaic/helpers.py, pipeline.py).
+UNKNOWN_ACTION = "Unknown action: {action}"
+NEITHER_BUFFERED = "One of src or dst must be a BufferedRef."
+BOTH_BUFFERED = "Only one of src or dst can be a BufferedRef."
+
+# Verbatim from the Mosaic TPU dialect's DMA verifier.
+SHAPE_MISMATCH = "DMA source and target shape mismatch."
+DTYPE_MISMATCH = "DMA source and target element type mismatch"
+
+# Types and declarations.
+UNKNOWN_DTYPE = "Unknown dtype: {dtype} (expected one of {known})"
+UNKNOWN_SPACE = "Unknown memory space: {space} (expected hbm, any, vmem or smem)"
+BAD_DIMENSION = "Every dimension of a ref must be >= 1, got {type}"
+PARAM_NOT_HBM = "Kernel parameter {name} must be in hbm, got {type}"
+ALLOC_IN_HBM = "alloc {name} must be in vmem or smem, got {type}"
+OVER_CAPACITY = (
+    "{name} needs {size} bytes of {space}, more than its capacity of "
+    "{capacity} bytes in target {target}"
+)
+BAD_SEMAPHORE_SHAPE = "Every dimension of a semaphore array must be >= 1, got {shape}"
+
+# Names and order.
+UNDEFINED = "{name} is not defined"
+DEFINED_TWICE = "{name} is defined twice (first at line {line})"
+USED_BEFORE_DEFINED = "{name} is used before its definition"
+NO_KERNEL = "No kernel named {name}; the file has: {names}"
+SEVERAL_KERNELS = "The file has several kernels ({names}); choose one with --kernel"
+NO_KERNELS = "The file has no kernel"
+NOT_A_KERNEL = "Only kernels may appear at the top level, got {op}"
+
+# Operand kinds.
+EXPECTED_REF = "{op} expects a ref as {role}, but {name} is {type}"
+EXPECTED_SEMAPHORE = "{op} expects a semaphore as {role}, but {name} is {type}"
+UNINDEXED_SEMAPHORE_ARRAY = (
+    "{op} expects a semaphore as {role}, but {name} is an array {type}; index it"
+)
+
+# Views.
+TOO_MANY_INDICES = "{name} has rank {rank} but is indexed with {count} indices"
+NEGATIVE_INDEX = "Negative index {index} in {expr} is not supported"
+SLICE_STEP = "Slice steps are not supported: {expr}"
+EMPTY_SLICE = "Empty slice {start}:{stop} in dimension {dim} of {expr}"
+SLICE_OUT_OF_BOUNDS = (
+    "Slice {start}:{stop} is out of bounds for dimension {dim} of {name} (size {size})"
+)
+INDEX_OUT_OF_BOUNDS = (
+    "Index {index} is out of bounds for dimension {dim} of {name} (size {size})"
+)
+MALFORMED_VIEW = "Malformed view of {name}: {why}"
+
+# DMAs.
+BAD_PRIORITY = "DMA priority must be 0 or 1, got {priority}"
+WAIT_OPTIONS = "{option} applies to a DMA start, not to a wait"
+DMA_OVERLAP = "DMA source {src} and destination {dst} overlap"
+
+# Pytrees.
+TREE_MISMATCH = "sync_copy trees differ in structure: {src} vs {dst}"
+MALFORMED_TREE = "Malformed pytree spec {spec!r}: {why}"
+TREE_LEAF_COUNT = "Pytree {spec} has {leaves} leaves but {count} values are given"
+DUPLICATE_KEY = "Key {key} appears twice in a record"
+
+# BufferedRefs.
+BLOCK_RANK = "Block shape {block} has rank {block_rank} but the array has rank {rank}"
+BLOCK_SIZE = (
+    "Block size {size} in dimension {dim} must be between 1 and the array's "
+    "extent {extent}"
+)
+BAD_BUFFERS = "buffers must be >= 1, got {buffers}"
+WINDOW_SPACE = "A BufferedRef window must be in vmem or smem, got {space}"
+BLOCK_INDEX_COUNT = "{bref} takes {rank} block indices, got {count}"
+MISSING_BLOCK_INDICES = "buffered_copy needs block indices on {bref}"
+INDICES_ON_PLAIN_REF = "Block indices belong on the BufferedRef {bref}, not on {name}"
+BLOCK_INDEX_OUT_OF_BOUNDS = (
+    "Block index {index} is out of bounds in dimension {dim}: the grid of {bref} "
+    "has {extent} blocks there"
+)
+ELEMENT_INDEX_OUT_OF_BOUNDS = (
+    "Element offset {index} is out of bounds in dimension {dim} of {bref} "
+    "(size {extent})"
+)
+SLOT_OUT_OF_RANGE = "Slot {slot} is out of range for {bref} with {buffers} buffers"
+WINDOWED_ARRAY_MISMATCH = "buffered_copy: {name} is {type}, but {bref} windows {array}"
+
+# Syntax and input.
+SYNTAX = "{what}"
+UNKNOWN_OPTION = "Unknown option {option} for {stmt} (expected {known})"
+OPTION_VALUE = "Option {option} of {stmt} {why}"
+DUPLICATE_OPTION = "Option {option} is given twice"
+NESTED_TOO_DEEP = "Input is nested too deeply (more than {limit} levels)"
+NOT_UTF8 = "Input is not UTF-8 text: {why}"
+INT_RANGE = "Integer {value} does not fit in 64 bits"
+TOO_DEEP = "Input is nested too deeply for the parser"
+DUPLICATE_PARAM = "Kernel parameter {name} is defined twice"
+NOT_IN_KERNEL = "{op} cannot appear inside a kernel"

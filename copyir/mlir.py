@@ -1,0 +1,108 @@
+"""The MLIR form of copy programs, through xDSL's parser and printer.
+
+xDSL's parser records a location only from explicit `loc(...)` text; ours
+also gives every other op its own line and column in the `.mlir` file, from
+a line table built once. xDSL's parse errors become located `CopyIRError`s
+here, at the boundary.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from io import StringIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    Builtin,
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from copyir import errors
+from copyir.dialects.copy import Copy, set_name
+from copyir.errors import CopyIRError, Loc
+
+
+@functools.cache
+def context() -> Context:
+    """A context with every dialect copyir reads and writes."""
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Copy)
+    return ctx
+
+
+class LineTable:
+    """Offsets to 1-based (line, column), by bisection."""
+
+    def __init__(self, text: str):
+        self.starts = [0]
+        start = text.find("\n")
+        while start != -1:
+            self.starts.append(start + 1)
+            start = text.find("\n", start + 1)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
+
+
+class _LocatingParser(Parser):
+    """A parser that gives each op its line and column unless `loc(...)` does."""
+
+    def __init__(self, text: str, filename: str):
+        super().__init__(context(), text, filename)
+        self.filename = filename
+        self.lines = LineTable(text)
+
+    def loc(self, offset: int) -> Loc:
+        return Loc(self.filename, *self.lines.position(offset))
+
+    def _register_ssa_definition(self, name, values, span) -> None:
+        """Keep names whole (see `set_name`): `%out_1` stays `out_1`."""
+        super()._register_ssa_definition(name, values, span)
+        if SSAValue.is_valid_name(name):
+            for value in values:
+                set_name(value, name)
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            line, col = self.lines.position(start)
+            op.location = FileLineColLoc(
+                StringAttr(self.filename), IntAttr(line), IntAttr(col)
+            )
+        return op
+
+
+def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
+    """Parse the MLIR form of a copy program into a module."""
+    parser = _LocatingParser(text, filename)
+    try:
+        module = parser.parse_module()
+    except ParseError as err:
+        raise CopyIRError(err.msg, parser.loc(err.span.start)) from None
+    except VerifyException as err:
+        raise CopyIRError(str(err), parser.loc(parser.pos)) from None
+    except CopyIRError as err:
+        raise err.at(parser.loc(parser.pos)) from None
+    except RecursionError:
+        raise CopyIRError(errors.TOO_DEEP, parser.loc(parser.pos)) from None
+    return module
+
+
+def print_mlir(op: Operation, debuginfo: bool = True) -> str:
+    """The MLIR form, with `loc(...)` on every op so that origins survive."""
+    stream = StringIO()
+    Printer(stream=stream, print_debuginfo=debuginfo).print_op(op)
+    stream.write("\n")
+    return stream.getvalue()
