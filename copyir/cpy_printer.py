@@ -202,7 +202,7 @@ def _inline_views(ops: Sequence[Operation]) -> set[Operation]:
     """The views that the parser would rebuild, in place, from inline text."""
     inline: set[Operation] = set()
     for i, op in enumerate(ops):
-        if isinstance(op, _INLINE) or isinstance(op, BufferedCopyOp):
+        if isinstance(op, (_INLINE, BufferedCopyOp)):
             continue
         expected = [v for operand in op.operands for v in _chain(operand, op)]
         if expected and list(ops[i - len(expected) : i]) == expected:

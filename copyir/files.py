@@ -17,7 +17,7 @@ from copyir.errors import CopyIRError, Loc
 
 
 class UnreadableInput(Exception):
-    """A file that cannot be read at all: a usage error (exit 2), not a program error."""
+    """A file that cannot be read at all: a usage error (exit 2)."""
 
 
 def read_source(path: str) -> tuple[str, str]:

@@ -446,7 +446,9 @@ def root_region(value: SSAValue) -> tuple[SSAValue, list[tuple[int, int]]]:
 
 
 def boxes_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
-    return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b))
+    return all(
+        lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=False)
+    )
 
 
 # --------------------------------------------------------------------------
@@ -651,7 +653,10 @@ class ViewOp(IRDLOperation):
     def subscripts(self) -> list[tuple[int, int, bool]]:
         offsets, sizes = self.offsets.get_values(), self.sizes.get_values()
         dropped = set(self.dropped.get_values())
-        return [(o, s, i in dropped) for i, (o, s) in enumerate(zip(offsets, sizes))]
+        return [
+            (o, s, i in dropped)
+            for i, (o, s) in enumerate(zip(offsets, sizes, strict=False))
+        ]
 
     def expression(self) -> str:
         inner = ", ".join(_subscript_text(*s) for s in self.subscripts())
@@ -1121,7 +1126,7 @@ class BufferedRefOp(IRDLOperation):
                     block=_block_text(block), block_rank=len(block), rank=len(array)
                 )
             )
-        for dim, (b, extent) in enumerate(zip(block, array)):
+        for dim, (b, extent) in enumerate(zip(block, array, strict=False)):
             if b.kind.data not in BLOCK_KINDS:
                 raise CopyIRError(
                     errors.MALFORMED_VIEW.format(
@@ -1309,7 +1314,9 @@ def check_block_indices(
             )
         )
     expr = f"{bref_name}[{', '.join(str(i) for i in indices)}]"
-    for dim, (index, b, extent) in enumerate(zip(indices, type.block_dims, shape)):
+    for dim, (index, b, extent) in enumerate(
+        zip(indices, type.block_dims, shape, strict=False)
+    ):
         if index < 0:
             raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
         if b.kind.data == ELEMENT:
