@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import copyir
 from copyir.diagnostics import format_error
 from copyir.errors import CopyIRError
+from copyir.expectations import check, expectations, split_chunks
 from copyir.files import UnreadableInput, read_source, write_atomic
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -76,6 +77,16 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="print loc(...) on every op (default: on for mlir, off for cpy)",
     )
     verify.add_argument("-o", "--output", help="write the --emit output here")
+    verify.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check the errors against `# expected-error {{...}}` comments",
+    )
+    verify.add_argument(
+        "--split-input-file",
+        action="store_true",
+        help="check each part between `# -----` lines on its own",
+    )
     verify.set_defaults(run=_verify)
     return parser
 
@@ -98,17 +109,26 @@ def _verify(args: argparse.Namespace) -> int:
     status = EXIT_OK
     emitted = []
     for path in args.files:
-        text = None
         try:
             text, name = read_source(path)
-            module, _, _ = _load_text(text, name, args)
         except CopyIRError as err:
-            _report(err, path, text)
+            _report(err, {})
             status = EXIT_INVALID
             continue
-        if args.emit:
-            emitted.append(copyir.to_text(module, args.emit, args.debuginfo))
-    output = "".join(emitted)
+        for chunk in split_chunks(text, args.split_input_file):
+            module, error = _load(chunk.text, name, args)
+            if args.verify_diagnostics:
+                problems = check(error, expectations(chunk.text))
+                for problem in problems:
+                    print(f"{name}: {problem}", file=sys.stderr)
+                status = max(status, EXIT_INVALID if problems else EXIT_OK)
+            elif error is not None:
+                _report(error, {name: text})
+                status = EXIT_INVALID
+            elif args.emit:
+                emitted.append(copyir.to_text(module, args.emit, args.debuginfo))
+    separator = "// -----\n" if args.emit == "mlir" else "# -----\n"
+    output = separator.join(emitted)
     if args.output:
         write_atomic(args.output, output)
     elif output:
@@ -116,26 +136,23 @@ def _verify(args: argparse.Namespace) -> int:
     return status
 
 
-def _load_text(text: str, name: str, args: argparse.Namespace):
-    module = copyir.parse(text, filename=name, format=args.format)
-    if args.kernel is not None:
-        kernel = copyir.select_kernel(module, args.kernel)
-        for other in list(module.ops):
-            if other is not kernel:
-                other.detach()
-                other.erase()
-    copyir.verify(module)
-    return module, text, name
+def _load(text: str, name: str, args: argparse.Namespace):
+    """Parse and verify one program: (module, None) or (None, its error)."""
+    try:
+        module = copyir.parse(text, filename=name, format=args.format)
+        if args.kernel is not None:
+            kernel = copyir.select_kernel(module, args.kernel)
+            for other in list(module.ops):
+                if other is not kernel:
+                    other.detach()
+                    other.erase()
+        copyir.verify(module)
+    except CopyIRError as err:
+        return None, err
+    return module, None
 
 
-def _report(err: CopyIRError, path: str, text: str | None) -> None:
-    name = "<stdin>" if path == "-" else path
-    sources = {name: text} if text is not None else {}
-    if err.loc is None:
-        print(f"{name}: error: {err.message}", file=sys.stderr)
-        for note in err.notes:
-            print(f"note: {note.message}", file=sys.stderr)
-        return
+def _report(err: CopyIRError, sources: dict[str, str]) -> None:
     print(format_error(err, sources), file=sys.stderr)
 
 

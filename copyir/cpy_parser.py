@@ -296,8 +296,9 @@ class _Builder:
 
     def dma_stmt(self, tree: Tree) -> None:
         kind, src, dst, sem, *options = tree.children
-        options = self.options(options[:-1], "dma", {"add": "flag", "priority": "int"})
         head = kind.children[0]
+        label = "dma" if head == "dma" else str(head)
+        options = self.options(options[:-1], label, {"add": "flag", "priority": "int"})
         if head == "dma":
             action = kind.children[1]
             action = _unquote(action) if action.type == "STRING" else str(action)

@@ -24,7 +24,7 @@ def _site(
     severity: str, message: str, loc: Loc | None, sources: Mapping[str, str]
 ) -> list[str]:
     if loc is None:
-        return [f"{severity}: {message}"]
+        return [f"copyir: {severity}: {message}"]
     lines = [f"{loc}: {severity}: {message}"]
     source = _source_line(loc, sources)
     if source is not None:

@@ -114,7 +114,7 @@ DMA_OVERLAP = "DMA source {src} and destination {dst} overlap"
 # Pytrees.
 TREE_MISMATCH = "sync_copy trees differ in structure: {src} vs {dst}"
 MALFORMED_TREE = "Malformed pytree spec {spec!r}: {why}"
-TREE_LEAF_COUNT = "Pytree {spec} has {leaves} leaves but {count} values are given"
+TREE_LEAF_COUNT = "Pytree {spec} has {leaves} leaves but {count} operands"
 DUPLICATE_KEY = "Key {key} appears twice in a record"
 
 # BufferedRefs.
