@@ -1,0 +1,68 @@
+"""Structural comparison of IR, for round-trip tests of printers and parsers.
+
+Two modules are the same when they have the same ops in the same order, with
+equal properties, attributes, result and argument types, value names and
+locations, and operands wired to corresponding values. Printing twice and
+comparing text would miss a printer that drops something consistently.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+
+
+def ir_difference(a: Operation, b: Operation) -> str | None:
+    """The first structural difference between two ops, or None."""
+    mapping: dict[SSAValue, SSAValue] = {}
+    ops_a, ops_b = list(a.walk()), list(b.walk())
+    if len(ops_a) != len(ops_b):
+        return f"{len(ops_a)} ops vs {len(ops_b)} ops"
+    for op_a, op_b in zip(ops_a, ops_b, strict=True):
+        problem = _op_difference(op_a, op_b, mapping)
+        if problem is not None:
+            return f"{op_a.name} at {op_a.location}: {problem}"
+    return None
+
+
+def _op_difference(
+    a: Operation, b: Operation, mapping: dict[SSAValue, SSAValue]
+) -> str | None:
+    if a.name != b.name:
+        return f"op {a.name} vs {b.name}"
+    if a.properties != b.properties:
+        return f"properties {a.properties} vs {b.properties}"
+    if a.attributes != b.attributes:
+        return f"attributes {a.attributes} vs {b.attributes}"
+    if a.location != b.location:
+        return f"location {a.location} vs {b.location}"
+    if len(a.operands) != len(b.operands):
+        return "operand count"
+    for i, (x, y) in enumerate(zip(a.operands, b.operands, strict=True)):
+        if mapping.get(x) is not y:
+            return f"operand {i} is wired differently"
+    if len(a.regions) != len(b.regions):
+        return "region count"
+    for region_a, region_b in zip(a.regions, b.regions, strict=True):
+        if len(region_a.blocks) != len(region_b.blocks):
+            return "block count"
+        for block_a, block_b in zip(region_a.blocks, region_b.blocks, strict=True):
+            problem = _values_difference(block_a.args, block_b.args, mapping)
+            if problem is not None:
+                return f"block argument {problem}"
+            for x, y in zip(block_a.args, block_b.args, strict=True):
+                if x.location != y.location:
+                    return f"argument location {x.location} vs {y.location}"
+    problem = _values_difference(a.results, b.results, mapping)
+    return None if problem is None else f"result {problem}"
+
+
+def _values_difference(xs, ys, mapping: dict[SSAValue, SSAValue]) -> str | None:
+    if len(xs) != len(ys):
+        return "count"
+    for x, y in zip(xs, ys, strict=True):
+        if x.type != y.type:
+            return f"type {x.type} vs {y.type}"
+        if x.name_hint != y.name_hint:
+            return f"name {x.name_hint} vs {y.name_hint}"
+        mapping[x] = y
+    return None

@@ -1,0 +1,21 @@
+"""Shared paths and helpers for copyir's tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+VALID_EXAMPLES = sorted(EXAMPLES.glob("*.cpy"))
+INVALID_EXAMPLES = sorted((EXAMPLES / "invalid").glob("*.*"))
+
+_EXPECTED = re.compile(r"expected-error@\+(\d+) \{\{(.*)\}\}")
+
+
+def expected_error(path: Path) -> tuple[int, str]:
+    """The line and message an invalid example's annotation promises."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if match := _EXPECTED.search(line):
+            return number + int(match.group(1)), match.group(2)
+    raise AssertionError(f"{path} has no expected-error annotation")

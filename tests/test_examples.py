@@ -1,0 +1,58 @@
+"""Every example verifies; every invalid example gives its one documented error,
+through the API and through the command line, verbatim and at its line."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import INVALID_EXAMPLES, VALID_EXAMPLES, expected_error
+
+import copyir
+from copyir.cli import main
+from copyir.errors import CopyIRError
+
+
+def check(path):
+    copyir.verify(copyir.parse(path.read_text(), filename=str(path)))
+
+
+def test_there_are_enough_examples():
+    assert len(VALID_EXAMPLES) >= 6
+    assert len(INVALID_EXAMPLES) >= 30
+
+
+@pytest.mark.parametrize("path", VALID_EXAMPLES, ids=lambda p: p.name)
+def test_example_verifies(path):
+    check(path)
+
+
+@pytest.mark.parametrize("path", VALID_EXAMPLES, ids=lambda p: p.name)
+def test_example_verifies_from_the_command_line(path, capsys):
+    assert main(["verify", str(path)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("path", INVALID_EXAMPLES, ids=lambda p: p.name)
+def test_invalid_example_through_the_api(path):
+    line, message = expected_error(path)
+    with pytest.raises(CopyIRError) as caught:
+        check(path)
+    assert str(caught.value) == message
+    assert isinstance(caught.value, ValueError)
+    assert caught.value.loc.file == str(path)
+    assert caught.value.loc.line == line
+
+
+@pytest.mark.parametrize("path", INVALID_EXAMPLES, ids=lambda p: p.name)
+def test_invalid_example_through_the_cli(path, capsys):
+    line, message = expected_error(path)
+    assert main(["verify", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    first, source, caret = err.splitlines()[:3]
+    prefix = f"{path}:{line}:"
+    assert first.startswith(prefix)
+    col = int(first[len(prefix) :].split(":")[0])
+    assert first == f"{path}:{line}:{col}: error: {message}"
+    assert source == path.read_text().splitlines()[line - 1]
+    assert caret == " " * (col - 1) + "^"
+    assert "Traceback" not in err
