@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from copyir.errors import CopyIRError
 from copyir.dialects.copy import (
     AllocOp,
     BufferedCopyOp,
@@ -141,17 +142,26 @@ class _KernelPrinter:
         if isinstance(op, DmaOp):
             return self.dma(op)
         if isinstance(op, SyncCopyOp):
-            src_tree, dst_tree = op.trees()
-            src = src_tree.render([self.operand(v) for v in op.srcs])
-            dst = dst_tree.render([self.operand(v) for v in op.dsts])
-            add = ", add" if op.add is not None else ""
-            return f"sync_copy {src} -> {dst}{add}"
+            return self.sync_copy(op)
         if isinstance(op, BufferedCopyOp):
             src = self.names[op.src] + _indices(op.src_indices)
             dst = self.names[op.dst] + _indices(op.dst_indices)
             slot = f", slot={op.slot_value}" if op.slot is not None else ""
             return f"buffered_copy {src} -> {dst}{slot}"
         return f"# {op.name} has no authoring syntax"
+
+    def sync_copy(self, op: SyncCopyOp) -> str:
+        try:
+            src_tree, dst_tree = op.trees()
+            for tree, leaves in ((src_tree, op.srcs), (dst_tree, op.dsts)):
+                if tree.num_leaves != len(leaves):
+                    raise CopyIRError(f"{tree.spec} does not fit {len(leaves)} leaves")
+        except CopyIRError as err:
+            return f"# a sync_copy the authoring syntax cannot write: {err}"
+        src = src_tree.render([self.operand(v) for v in op.srcs])
+        dst = dst_tree.render([self.operand(v) for v in op.dsts])
+        add = ", add" if op.add is not None else ""
+        return f"sync_copy {src} -> {dst}{add}"
 
     def dma(self, op: DmaOp) -> str:
         action = op.action.data

@@ -73,15 +73,23 @@ class _LocatingParser(Parser):
             for value in values:
                 set_name(value, name)
 
+    def file_location(self, offset: int) -> FileLineColLoc:
+        line, col = self.lines.position(offset)
+        return FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
-            line, col = self.lines.position(start)
-            op.location = FileLineColLoc(
-                StringAttr(self.filename), IntAttr(line), IntAttr(col)
-            )
+            op.location = self.file_location(start)
         return op
+
+    def parse_optional_argument(self, expect_type: bool = True):
+        """Block arguments (kernel parameters) get their position too."""
+        arg = super().parse_optional_argument(expect_type)
+        if isinstance(arg, Parser.Argument):
+            arg.location = self.file_location(arg.name.start)
+        return arg
 
 
 def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:

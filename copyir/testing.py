@@ -8,25 +8,46 @@ comparing text would miss a printer that drops something consistently.
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
+
+
+def module_difference(a: ModuleOp, b: ModuleOp) -> str | None:
+    """The first difference between two modules' contents, or None.
+
+    The modules themselves may differ in location: each is located at the
+    file it was parsed from, which a printer cannot carry.
+    """
+    ops_a, ops_b = list(a.ops), list(b.ops)
+    if len(ops_a) != len(ops_b):
+        return f"{len(ops_a)} top-level ops vs {len(ops_b)}"
+    for op_a, op_b in zip(ops_a, ops_b, strict=True):
+        if (problem := ir_difference(op_a, op_b)) is not None:
+            return problem
+    return None
 
 
 def ir_difference(a: Operation, b: Operation) -> str | None:
     """The first structural difference between two ops, or None."""
-    mapping: dict[SSAValue, SSAValue] = {}
     ops_a, ops_b = list(a.walk()), list(b.walk())
     if len(ops_a) != len(ops_b):
         return f"{len(ops_a)} ops vs {len(ops_b)} ops"
+    mapping: dict[SSAValue, SSAValue] = {}
     for op_a, op_b in zip(ops_a, ops_b, strict=True):
-        problem = _op_difference(op_a, op_b, mapping)
+        problem = _shape_difference(op_a, op_b, mapping)
         if problem is not None:
             return f"{op_a.name} at {op_a.location}: {problem}"
+    for op_a, op_b in zip(ops_a, ops_b, strict=True):
+        for i, (x, y) in enumerate(zip(op_a.operands, op_b.operands, strict=True)):
+            if mapping.get(x) is not y:
+                return f"{op_a.name} at {op_a.location}: operand {i} is wired differently"
     return None
 
 
-def _op_difference(
+def _shape_difference(
     a: Operation, b: Operation, mapping: dict[SSAValue, SSAValue]
 ) -> str | None:
+    """Everything but the operand wiring, which needs all values mapped first."""
     if a.name != b.name:
         return f"op {a.name} vs {b.name}"
     if a.properties != b.properties:
@@ -37,9 +58,6 @@ def _op_difference(
         return f"location {a.location} vs {b.location}"
     if len(a.operands) != len(b.operands):
         return "operand count"
-    for i, (x, y) in enumerate(zip(a.operands, b.operands, strict=True)):
-        if mapping.get(x) is not y:
-            return f"operand {i} is wired differently"
     if len(a.regions) != len(b.regions):
         return "region count"
     for region_a, region_b in zip(a.regions, b.regions, strict=True):

@@ -517,7 +517,8 @@ class KernelOp(IRDLOperation):
 
         def parse_param() -> Parser.Argument:
             arg = parser.parse_argument()
-            arg.location = parser.parse_optional_location()
+            if (location := parser.parse_optional_location()) is not None:
+                arg.location = location
             return arg
 
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_param)
@@ -1001,9 +1002,9 @@ class SyncCopyOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> SyncCopyOp:
-        src_tree, srcs = pytree.flatten(_parse_tree(parser))
+        src_spec, srcs = _parse_tree_side(parser)
         parser.parse_punctuation("->")
-        dst_tree, dsts = pytree.flatten(_parse_tree(parser))
+        dst_spec, dsts = _parse_tree_side(parser)
         add = parser.parse_optional_keyword("add") is not None
         parser.parse_punctuation(":")
         pos = parser.pos
@@ -1016,20 +1017,25 @@ class SyncCopyOp(IRDLOperation):
         )
         if len(src_types) != len(srcs) or len(dst_types) != len(dsts):
             parser.raise_error("sync_copy needs one type per leaf", pos, parser.pos)
+        properties: dict[str, Attribute] = {
+            "src_tree": StringAttr(src_spec),
+            "dst_tree": StringAttr(dst_spec),
+        }
+        if add:
+            properties["add"] = UnitAttr()
         return cls.build(
             operands=[
                 parser.resolve_operands(srcs, src_types, pos),
                 parser.resolve_operands(dsts, dst_types, pos),
             ],
-            properties=cls.tree_properties(src_tree, dst_tree, add),
+            properties=properties,
         )
 
     def print(self, printer: Printer) -> None:
-        src_tree, dst_tree = self.trees()
         printer.print_string(" ")
-        _print_tree(printer, src_tree, list(self.srcs))
+        _print_tree_side(printer, self.src_tree.data, list(self.srcs))
         printer.print_string(" -> ")
-        _print_tree(printer, dst_tree, list(self.dsts))
+        _print_tree_side(printer, self.dst_tree.data, list(self.dsts))
         if self.add is not None:
             printer.print_string(" add")
         printer.print_string(" : (")
@@ -1037,6 +1043,35 @@ class SyncCopyOp(IRDLOperation):
         printer.print_string(") -> (")
         printer.print_list([v.type for v in self.dsts], printer.print_attribute)
         printer.print_string(")")
+
+
+def _parse_tree_side(parser: Parser) -> tuple[str, list[UnresolvedOperand]]:
+    """A pytree of operands, or `spec "..." (%a, ...)` for a malformed one."""
+    if parser.parse_optional_keyword("spec") is not None:
+        spec = parser.parse_str_literal()
+        leaves = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        return spec, leaves
+    tree, leaves = pytree.flatten(_parse_tree(parser))
+    return tree.spec, leaves
+
+
+def _print_tree_side(printer: Printer, spec: str, leaves: list[SSAValue]) -> None:
+    """The pytree with its operands; a spec that does not fit them is printed
+    as `spec "..."` and a flat operand list, so invalid IR round-trips too."""
+    try:
+        tree = pytree.parse_spec(spec)
+    except CopyIRError:
+        tree = None
+    if tree is not None and tree.num_leaves == len(leaves):
+        _print_tree(printer, tree, leaves)
+        return
+    printer.print_string("spec ")
+    printer.print_string_literal(spec)
+    printer.print_string(" (")
+    printer.print_list(leaves, printer.print_operand)
+    printer.print_string(")")
 
 
 def _parse_tree(parser: Parser, depth: int = 0) -> object:
