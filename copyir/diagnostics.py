@@ -24,7 +24,8 @@ def _site(
     severity: str, message: str, loc: Loc | None, sources: Mapping[str, str]
 ) -> list[str]:
     if loc is None:
-        return [f"copyir: {severity}: {message}"]
+        prefix = "copyir: " if severity == "error" else ""
+        return [f"{prefix}{severity}: {message}"]
     lines = [f"{loc}: {severity}: {message}"]
     source = _source_line(loc, sources)
     if source is not None:

@@ -25,6 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 from copyir import errors
 from copyir.dialects.copy import Copy, set_name
@@ -55,6 +56,10 @@ class LineTable:
         return line, offset - self.starts[line - 1] + 1
 
 
+class _UnknownOp(ParseError):
+    """An unregistered op, reported at the op rather than after its name."""
+
+
 class _LocatingParser(Parser):
     """A parser that gives each op its line and column unless `loc(...)` does."""
 
@@ -79,7 +84,16 @@ class _LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except ParseError as err:
+            if err.msg.endswith("is not registered") and not isinstance(
+                err, _UnknownOp
+            ):
+                # xDSL reports it at the token after the name; point at the op.
+                span = Span(start, start + 1, self.lexer.input)
+                raise _UnknownOp(span, err.msg) from None
+            raise
         if isinstance(op.location, UnknownLoc):
             op.location = self.file_location(start)
         return op

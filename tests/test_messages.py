@@ -48,13 +48,17 @@ def test_verbatim_messages():
 
 @pytest.mark.parametrize("action", ["Start", "commit", "", "WAIT", "start ", "wait\\n"])
 def test_unknown_action_in_the_authoring_syntax(action):
-    text = kernel(f'buf = alloc f32[8, 128] @vmem\ns = semaphore\ndma "{action}" x -> buf, s')
+    text = kernel(
+        f'buf = alloc f32[8, 128] @vmem\ns = semaphore\ndma "{action}" x -> buf, s'
+    )
     assert str(error_of(text)) == f"Unknown action: {action.replace(chr(92), '')}"
 
 
 @pytest.mark.parametrize("action", ["Start", "commit"])
 def test_unknown_action_as_a_bare_identifier(action):
-    text = kernel(f"buf = alloc f32[8, 128] @vmem\ns = semaphore\ndma {action} x -> buf, s")
+    text = kernel(
+        f"buf = alloc f32[8, 128] @vmem\ns = semaphore\ndma {action} x -> buf, s"
+    )
     err = error_of(text)
     assert str(err) == f"Unknown action: {action}"
     assert (err.loc.line, err.loc.col) == (4, 3)
@@ -99,9 +103,10 @@ def test_valid_actions_build():
 
 def test_neither_buffered_demo_from_the_issue(capsys):
     path = EXAMPLES / "invalid" / "neither_buffered.cpy"
-    assert main(["verify", "examples/invalid/neither_buffered.cpy"]) == 1 or main(
-        ["verify", str(path)]
-    ) == 1
+    assert (
+        main(["verify", "examples/invalid/neither_buffered.cpy"]) == 1
+        or main(["verify", str(path)]) == 1
+    )
     err = capsys.readouterr().err.splitlines()
     assert err[0].endswith(
         "neither_buffered.cpy:7:3: error: One of src or dst must be a BufferedRef."
@@ -231,7 +236,10 @@ def test_message_names_the_values(body, message):
             "x: f32[8] @smem",
             errors.PARAM_NOT_HBM.format(name="x", type="f32[8] @smem"),
         ),
-        ("x: f33[8]", errors.UNKNOWN_DTYPE.format(dtype="f33", known=copyir.dtypes.KNOWN_NAMES)),
+        (
+            "x: f33[8]",
+            errors.UNKNOWN_DTYPE.format(dtype="f33", known=copyir.dtypes.KNOWN_NAMES),
+        ),
         ("x: f32[8] @gpu", errors.UNKNOWN_SPACE.format(space="gpu")),
         ("x: f32[-8]", errors.BAD_DIMENSION.format(type="f32[-8] @hbm")),
         ("x: f32[8], x: f32[8]", errors.DEFINED_TWICE.format(name="x", line=1)),

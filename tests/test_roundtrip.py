@@ -156,7 +156,9 @@ def programs(draw):
             sem = fresh("s")
             lines.append(f"{sem} = semaphore")
             add = ", add" if draw(st.booleans()) else ""
-            prio = f", priority={draw(st.integers(0, 1))}" if draw(st.booleans()) else ""
+            prio = (
+                f", priority={draw(st.integers(0, 1))}" if draw(st.booleans()) else ""
+            )
             lines.append(f"copy_start {src}{view} -> {dst}, {sem}{add}{prio}")
             lines.append(f"dma wait {src}{view} -> {dst}, {sem}")
         elif kind == "sems":
@@ -174,7 +176,9 @@ def programs(draw):
                 lines.append(f"{name} = {src}{view}")
                 refs.append((name, dtype, view_shape))
         elif kind == "sync":
-            leaves = [draw(st.sampled_from(refs)) for _ in range(draw(st.integers(0, 4)))]
+            leaves = [
+                draw(st.sampled_from(refs)) for _ in range(draw(st.integers(0, 4)))
+            ]
             dsts = [alloc(d, s) for _, d, s in leaves]
             shape_kind = draw(st.sampled_from(["tuple", "list", "record", "nested"]))
             srcs = [name for name, _, _ in leaves]
@@ -207,13 +211,19 @@ def programs(draw):
                 f"{bref} = buffered_ref {name}, block=({', '.join(block)}{trailing}), "
                 f"buffers={buffers}"
             )
-            out = draw(st.sampled_from(params[:1] + [p for p in params if p[1:] == (dtype, shape)]))
+            out = draw(
+                st.sampled_from(
+                    params[:1] + [p for p in params if p[1:] == (dtype, shape)]
+                )
+            )
             for _ in range(draw(st.integers(1, 3))):
                 index = ", ".join(str(draw(st.integers(0, g - 1))) for g in grid)
                 slot = draw(st.integers(0, buffers - 1))
                 lines.append(f"buffered_copy {name} -> {bref}[{index}], slot={slot}")
                 if out[1:] == (dtype, shape):
-                    lines.append(f"buffered_copy {bref}[{index}] -> {out[0]}, slot={slot}")
+                    lines.append(
+                        f"buffered_copy {bref}[{index}] -> {out[0]}, slot={slot}"
+                    )
     header = ", ".join(f"{n}: {d}[{', '.join(map(str, s))}] @hbm" for n, d, s in params)
     body = "\n".join(f"  {line}" for line in lines)
     return f"kernel generated({header}) {{\n{body}\n}}\n"
@@ -225,7 +235,11 @@ def tree_text(kind, leaves):
     if kind == "list":
         return "[" + ", ".join(leaves) + "]"
     if kind == "record":
-        return "{" + ", ".join(f"k{len(leaves) - i}: {x}" for i, x in enumerate(leaves)) + "}"
+        return (
+            "{"
+            + ", ".join(f"k{len(leaves) - i}: {x}" for i, x in enumerate(leaves))
+            + "}"
+        )
     half = len(leaves) // 2
     inner = "[" + ", ".join(leaves[half:]) + "]"
     return "{a: " + tree_text("tuple", leaves[:half]) + ", b: " + inner + "}"

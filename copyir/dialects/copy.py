@@ -523,6 +523,13 @@ class KernelOp(IRDLOperation):
 
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_param)
         region = parser.parse_region(args)
+        if not region.blocks:  # `{}`: an empty body still holds the parameters
+            block = Block(arg_types=[arg.type for arg in args])
+            for value, arg in zip(block.args, args, strict=True):
+                name = arg.name.text[1:]
+                set_name(value, name if SSAValue.is_valid_name(name) else None)
+                value.location = arg.location
+            region.add_block(block)
         return cls.build(properties={"sym_name": StringAttr(name)}, regions=[region])
 
     def print(self, printer: Printer) -> None:
@@ -531,7 +538,9 @@ class KernelOp(IRDLOperation):
         printer.print_string("(")
         printer.print_list(self.body.block.args, printer.print_block_argument)
         printer.print_string(") ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
 
 
 @irdl_op_definition

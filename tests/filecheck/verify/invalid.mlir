@@ -1,0 +1,134 @@
+// RUN: copyir verify --split-input-file --verify-diagnostics %s
+
+// Errors of the MLIR form: the verifier's messages are the same as for the
+// authoring syntax; parse errors are located diagnostics too.
+
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
+  %s = copy.semaphore : !copy.sem
+  // expected-error@+1 {{Unknown action: commit}}
+  "copy.dma"(%x, %buf, %s) <{action = "commit"}> : (!copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem) -> ()
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
+  %s = copy.semaphore : !copy.sem
+  // expected-error@+1 {{Unknown action: Start}}
+  copy.dma "Start" %x, %buf, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
+  // expected-error@+1 {{s is used before its definition}}
+  copy.dma "start" %x, %buf, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
+  %s = copy.semaphore : !copy.sem
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<16x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
+  %s = copy.semaphore : !copy.sem
+  // expected-error@+1 {{DMA source and target shape mismatch.}}
+  copy.dma "start" %x, %buf, %s : !copy.ref<16x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xi32, vmem>
+  %s = copy.semaphore : !copy.sem
+  // expected-error@+1 {{DMA source and target element type mismatch}}
+  copy.dma "start" %x, %buf, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xi32, vmem>, !copy.sem
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<128x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<128x128xf32, vmem>
+  // expected-error@+1 {{One of src or dst must be a BufferedRef.}}
+  copy.buffered_copy %x -> %buf[0, 0] : !copy.ref<128x128xf32, hbm> -> !copy.ref<128x128xf32, vmem>
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<256x128xf32, hbm>) {
+  %a = copy.buffered_ref : !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem>
+  %b = copy.buffered_ref : !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem>
+  // expected-error@+1 {{Only one of src or dst can be a BufferedRef.}}
+  copy.buffered_copy %a[0, 0] -> %b : !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem> -> !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem>
+}
+
+// -----
+
+copy.kernel @k(%a : !copy.ref<8xf32, hbm>, %b : !copy.ref<8xf32, hbm>) {
+  %va = copy.alloc : !copy.ref<8xf32, vmem>
+  // expected-error@+1 {{Pytree (*, *) has 2 leaves but 1 operands}}
+  "copy.sync_copy"(%a, %b, %va) <{src_tree = "(*, *)", dst_tree = "(*, *)", operandSegmentSizes = array<i32: 2, 1>}> : (!copy.ref<8xf32, hbm>, !copy.ref<8xf32, hbm>, !copy.ref<8xf32, vmem>) -> ()
+}
+
+// -----
+
+copy.kernel @k(%a : !copy.ref<8xf32, hbm>) {
+  %va = copy.alloc : !copy.ref<8xf32, vmem>
+  // expected-error@+1 {{Malformed pytree spec '((*': expected ',' or ')'}}
+  "copy.sync_copy"(%a, %va) <{src_tree = "((*", dst_tree = "*", operandSegmentSizes = array<i32: 1, 1>}> : (!copy.ref<8xf32, hbm>, !copy.ref<8xf32, vmem>) -> ()
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<64x128xf32, hbm>) {
+  %s = copy.semaphore : !copy.sem
+  %a = copy.view %x[0:32, 0:128] : !copy.ref<64x128xf32, hbm>
+  %b = copy.view %x[16:48] : !copy.ref<64x128xf32, hbm>
+  // expected-error@+1 {{DMA source a and destination b overlap}}
+  copy.dma "start" %a, %b, %s : !copy.ref<32x128xf32, hbm>, !copy.ref<32x128xf32, hbm>, !copy.sem
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<64x128xf32, hbm>) {
+  // expected-error@+1 {{Negative index -3 in x[-3:29] is not supported}}
+  %a = copy.view %x[-3:29] : !copy.ref<64x128xf32, hbm>
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<64x128xf32, hbm>) {
+  // expected-error@+1 {{Slice steps are not supported: 0:8:...}}
+  %a = copy.view %x[0:8:2] : !copy.ref<64x128xf32, hbm>
+}
+
+// -----
+
+// expected-error@+1 {{Unknown memory space: vram (expected hbm, any, vmem or smem)}}
+copy.kernel @k(%x : !copy.ref<64x128xf32, vram>) {
+}
+
+// -----
+
+// expected-error@+1 {{Unknown dtype: index (expected one of bool, i8, i16, i32, i64, u8, u16, u32, f16, f32, f64, bf16)}}
+copy.kernel @k(%x : !copy.ref<64xindex, hbm>) {
+}
+
+// -----
+
+// expected-error@+1 {{Kernel parameter x must be in hbm, got f32[64] @vmem}}
+copy.kernel @k(%x : !copy.ref<64xf32, vmem>) {
+}
+
+// -----
+
+copy.kernel @k(%x : !copy.ref<64xf32, hbm>) {
+  // expected-error@+1 {{Operation copy.bogus is not registered}}
+  copy.bogus
+}
+
+// -----
+
+// expected-error@+1 {{Only kernels may appear at the top level, got copy.alloc}}
+%b = copy.alloc : !copy.ref<8xf32, vmem>

@@ -1,0 +1,555 @@
+"""Fuzzing: random mutations of the examples through `parse` and `verify`.
+
+Every example file (`examples/` and `examples/invalid/`, `.cpy` and `.mlir`),
+plus the MLIR form of the smaller valid examples, is mutated at random:
+tokens deleted, swapped, duplicated, inserted and replaced; bytes deleted,
+inserted and replaced (non-ASCII and control characters included); and a few
+structural changes (truncation, repeated and deleted lines, deep nesting,
+splices of two files). Each mutant must either verify or fail with a
+`CopyIRError` located at a file, a line >= 1 and a column >= 1. Anything else
+that escapes, and any error without a usable location, is an internal error.
+
+The run is deterministic: mutant `i` comes from its own `random.Random`, so
+one failure is reproduced with `mutant(i)` alone:
+
+    from test_fuzz import mutant, outcome
+    name, text, how = mutant(1234)
+    outcome(name, text)
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
+
+import copyir
+from copyir.errors import CopyIRError
+
+SEED = 0x5EED_C0DE
+MUTANTS = 12_000
+MIN_MUTANTS = 10_000
+SHOWN_FAILURES = 5
+MAX_MLIR_SEED = 3_000
+"""Only valid examples whose MLIR form is this short become extra seeds, so
+that the large ones do not dominate the run time."""
+
+TOKEN = re.compile(
+    r"""[A-Za-z_][A-Za-z0-9_]*   # identifiers (and keywords)
+      | [0-9]+                   # numbers
+      | "(?:[^"\\\n]|\\.)*"?     # strings, unterminated ones included
+      | \s+                      # whitespace
+      | ->                       # the one two-character punctuator
+      | .                        # any other character
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+# Text that the examples do not contain, or not often: keywords and types of
+# both syntaxes, edge-case numbers, locations, odd strings and characters.
+UNUSUAL_CHARACTERS = [
+    "é",
+    "ß",
+    "ｘ",
+    "²",
+    "١",
+    "𝟘",
+    "\U0001d465",
+    "\u00a0",
+    "\u0085",
+    "\u2028",
+    "\u2029",
+    "\u202e",
+    "\ufeff",
+    "\ufffd",
+    "\x00",
+    "\x01",
+    "\x08",
+    "\x0b",
+    "\x0c",
+    "\x1b",
+    "\x7f",
+    "\r",
+    "\t",
+]
+EXTRA_TOKENS = [
+    *UNUSUAL_CHARACTERS,
+    # The authoring syntax.
+    "kernel",
+    "alloc",
+    "semaphore",
+    "buffered_ref",
+    "copy_start",
+    "copy_wait",
+    "dma",
+    "sync_copy",
+    "buffered_copy",
+    "loc",
+    "Blocked",
+    "Element",
+    "None",
+    "add",
+    "priority",
+    "slot",
+    "block",
+    "buffers",
+    "space",
+    "hbm",
+    "vmem",
+    "smem",
+    "any",
+    "f32",
+    "bf16",
+    "i8",
+    "i32",
+    "f64",
+    "u4",
+    'loc("f.cpy":0:0)',
+    'loc("f.cpy":-1:-1)',
+    'loc("":1:1)',
+    'loc("f.cpy":99999999999999999999:1)',
+    "block=(None, None)",
+    "block=()",
+    "block=(Element(0),)",
+    "block=(Blocked(-1), 1)",
+    "[0:0]",
+    "[::]",
+    "[1:]",
+    "[:, :, :]",
+    "[-1]",
+    "{}",
+    "{a: x}",
+    "()",
+    "[]",
+    "(x,)",
+    # The MLIR form.
+    "builtin.module",
+    "copy.kernel",
+    "copy.alloc",
+    "copy.semaphore",
+    "copy.dma",
+    "copy.view",
+    "copy.sem_index",
+    "copy.sync_copy",
+    "copy.buffered_ref",
+    "copy.buffered_copy",
+    '"copy.dma"',
+    '"copy.kernel"',
+    '"test.op"()',
+    "func.func",
+    "!copy.ref<8x128xf32, hbm>",
+    "!copy.ref<0xf32, vmem>",
+    "!copy.ref<f32, vmem>",
+    "!copy.ref<?x8xf32, smem>",
+    "!copy.sem",
+    "!copy.sem_array<2>",
+    "!copy.sem_array<>",
+    "!copy.buffered<64x128xf32, [32, 128], buffers 0, vmem>",
+    "!copy.buffered<8xf32, [None], buffers 2, vmem>",
+    "%x",
+    "%s",
+    "%0",
+    "%1#0",
+    "@k",
+    "^bb0",
+    "^bb1(%a: i32):",
+    "loc(unknown)",
+    'loc("f.mlir":0:0)',
+    'loc("f.mlir":1:1 to 2:2)',
+    "loc(#loc)",
+    "#loc = loc(unknown)",
+    '<{action = "commit"}>',
+    "<{}>",
+    "{foo}",
+    "attributes {}",
+    "array<i32: 1, 2>",
+    "array<i32: -1>",
+    "array<i64>",
+    "dense<1>",
+    "i64",
+    "index",
+    "f16",
+    "none",
+    "() -> ()",
+    "operandSegmentSizes",
+    "src_tree",
+    "dst_tree",
+    '"(*, *)"',
+    '"(*)"',
+    '"[*,]"',
+    '"{a: *, a: *}"',
+    '"((((((*"',
+    '"' + "(" * 100 + "*" + ",)" * 100 + '"',
+    '""',
+    '"\\"',
+    '"\\n"',
+    '"\\u00e9"',
+    # Numbers.
+    "0",
+    "-0",
+    "-1",
+    "2",
+    "-2",
+    "63",
+    "64",
+    "65",
+    "255",
+    "256",
+    "2147483648",
+    "4294967296",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "1" + "0" * 40,
+    "0x7f",
+    "1e10",
+    "1.5",
+    "-1.0e-3",
+    "nan",
+    "inf",
+    # Punctuation and comments.
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "<",
+    ">",
+    ",",
+    ":",
+    ";",
+    "=",
+    "->",
+    "@",
+    "%",
+    "!",
+    "#",
+    "*",
+    "?",
+    "^",
+    "\\",
+    '"',
+    "'",
+    ".",
+    "-",
+    "\n",
+    "\r\n",
+    " ",
+    "# comment",
+    "// comment",
+    "/*",
+]
+BRACKETS = ["(", "[", "{", "<", "((", "[(", "{a: "]
+CLOSING = {"(": ")", "[": "]", "{": "}", "<": ">", "((": "))", "[(": ")]"}
+
+
+@dataclass(frozen=True)
+class Seed:
+    name: str
+    text: str
+
+    @property
+    def format(self) -> str:
+        return "mlir" if self.name.endswith(".mlir") else "cpy"
+
+
+@cache
+def seeds() -> tuple[Seed, ...]:
+    """The example files, and the MLIR form of the smaller valid examples."""
+    paths = sorted(EXAMPLES.glob("*.*")) + sorted((EXAMPLES / "invalid").glob("*.*"))
+    found = [
+        Seed(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in paths
+    ]
+    for path in VALID_EXAMPLES:
+        name = str(path.relative_to(ROOT))
+        text = copyir.to_text(copyir.parse(path.read_text(), filename=name), "mlir")
+        if len(text) <= MAX_MLIR_SEED:
+            found.append(Seed(name + ".mlir", text))
+    return tuple(found)
+
+
+@cache
+def token_pool() -> tuple[str, ...]:
+    """Every distinct non-blank token of the seeds, and the extra ones."""
+    pool = {t for s in seeds() for t in TOKEN.findall(s.text) if not t.isspace()}
+    return tuple(sorted(pool)) + tuple(EXTRA_TOKENS)
+
+
+# -- mutations: each takes (rng, text) and returns (new text, description) ----
+
+
+def _token_index(rng: random.Random, tokens: list[str]) -> int:
+    """A random token, usually not whitespace."""
+    i = rng.randrange(len(tokens))
+    for _ in range(3):
+        if not tokens[i].isspace():
+            break
+        i = rng.randrange(len(tokens))
+    return i
+
+
+def _a_token(rng: random.Random) -> str:
+    if rng.random() < 0.3:
+        return rng.choice(EXTRA_TOKENS)
+    return rng.choice(token_pool())
+
+
+def delete_token(rng, text):
+    tokens = TOKEN.findall(text)
+    i = _token_index(rng, tokens)
+    deleted = tokens.pop(i)
+    return "".join(tokens), f"delete token {i} {deleted!r}"
+
+
+def swap_tokens(rng, text):
+    tokens = TOKEN.findall(text)
+    i = _token_index(rng, tokens)
+    if rng.random() < 0.5:
+        j = min(i + rng.choice((1, 2)), len(tokens) - 1)
+    else:
+        j = _token_index(rng, tokens)
+    tokens[i], tokens[j] = tokens[j], tokens[i]
+    return "".join(tokens), f"swap tokens {i} and {j}"
+
+
+def duplicate_token(rng, text):
+    tokens = TOKEN.findall(text)
+    i = _token_index(rng, tokens)
+    times = rng.choice((1, 1, 1, 2, 5, 50))
+    tokens[i] = tokens[i] * (times + 1)
+    return "".join(tokens), f"duplicate token {i} {tokens[i][:20]!r} x{times}"
+
+
+def insert_token(rng, text):
+    tokens = TOKEN.findall(text)
+    i = rng.randrange(len(tokens) + 1)
+    new = _a_token(rng)
+    if rng.random() < 0.5:
+        new = rng.choice(("", " ")) + new + rng.choice(("", " "))
+    tokens.insert(i, new)
+    return "".join(tokens), f"insert token {new!r} at {i}"
+
+
+def replace_token(rng, text):
+    tokens = TOKEN.findall(text)
+    i = _token_index(rng, tokens)
+    old, tokens[i] = tokens[i], _a_token(rng)
+    return "".join(tokens), f"replace token {i} {old!r} with {tokens[i]!r}"
+
+
+def _some_bytes(rng: random.Random) -> bytes:
+    kind = rng.randrange(4)
+    if kind == 0:
+        return bytes([rng.randrange(256)])
+    if kind == 1:
+        return bytes([rng.choice([*range(32), 127])])
+    if kind == 2:
+        return rng.choice(UNUSUAL_CHARACTERS).encode()
+    code = rng.randrange(0x80, 0x110000)
+    if 0xD800 <= code < 0xE000:
+        code = 0xFFFD
+    return chr(code).encode()
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def delete_bytes(rng, text):
+    data = text.encode()
+    i = rng.randrange(len(data))
+    n = rng.choice((1, 1, 1, 2, 3, 8))
+    return _decode(data[:i] + data[i + n :]), f"delete {n} bytes at {i}"
+
+
+def insert_bytes(rng, text):
+    data = text.encode()
+    i = rng.randrange(len(data) + 1)
+    new = b"".join(_some_bytes(rng) for _ in range(rng.choice((1, 1, 1, 2, 4))))
+    return _decode(data[:i] + new + data[i:]), f"insert bytes {new!r} at {i}"
+
+
+def replace_bytes(rng, text):
+    data = text.encode()
+    i = rng.randrange(len(data))
+    new = _some_bytes(rng)
+    n = rng.choice((1, 1, 2))
+    return _decode(data[:i] + new + data[i + n :]), f"replace {n} bytes at {i}"
+
+
+def flip_bit(rng, text):
+    data = bytearray(text.encode())
+    i = rng.randrange(len(data))
+    bit = rng.randrange(8)
+    data[i] ^= 1 << bit
+    return _decode(bytes(data)), f"flip bit {bit} of byte {i}"
+
+
+def truncate(rng, text):
+    i = rng.randrange(len(text))
+    return text[:i], f"truncate at {i}"
+
+
+def repeat_line(rng, text):
+    lines = text.splitlines(keepends=True)
+    i = rng.randrange(len(lines))
+    times = rng.choice((1, 1, 2, 10, 100))
+    lines[i] = lines[i] * (times + 1)
+    return "".join(lines), f"repeat line {i + 1} x{times}"
+
+
+def delete_line(rng, text):
+    lines = text.splitlines(keepends=True)
+    i = rng.randrange(len(lines))
+    del lines[i]
+    return "".join(lines), f"delete line {i + 1}"
+
+
+def swap_lines(rng, text):
+    lines = text.splitlines(keepends=True)
+    i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+    lines[i], lines[j] = lines[j], lines[i]
+    return "".join(lines), f"swap lines {i + 1} and {j + 1}"
+
+
+def nest(rng, text):
+    """Deep nesting at a token boundary, balanced or not."""
+    tokens = TOKEN.findall(text)
+    i = rng.randrange(len(tokens) + 1)
+    opening = rng.choice(BRACKETS)
+    depth = rng.choice((65, 100, 1000, 5000))
+    middle = rng.choice(("", "x", "*", "%x", "1", "x,"))
+    new = opening * depth + middle
+    balanced = opening in CLOSING and rng.random() < 0.7
+    if balanced:
+        new += CLOSING[opening] * depth
+    tokens.insert(i, new)
+    kind = "balanced" if balanced else "unbalanced"
+    return "".join(tokens), f"nest {opening!r} x{depth} ({kind}) at token {i}"
+
+
+def splice(rng, text, other):
+    """The start of this seed, the end of another one of the same format."""
+    i, j = rng.randrange(len(text) + 1), rng.randrange(len(other.text) + 1)
+    return text[:i] + other.text[j:], f"splice at {i} with {other.name} from {j}"
+
+
+Mutation = Callable[[random.Random, str], tuple[str, str]]
+MUTATIONS: list[tuple[Mutation, int]] = [
+    (delete_token, 6),
+    (swap_tokens, 5),
+    (duplicate_token, 5),
+    (insert_token, 8),
+    (replace_token, 8),
+    (delete_bytes, 4),
+    (insert_bytes, 5),
+    (replace_bytes, 4),
+    (flip_bit, 2),
+    (truncate, 3),
+    (repeat_line, 3),
+    (delete_line, 3),
+    (swap_lines, 2),
+    (nest, 2),
+]
+
+
+def mutant(i: int) -> tuple[str, str, str]:
+    """Mutant `i` of the run: (file name, text, how it was made)."""
+    rng = random.Random(SEED * 1_000_003 + i)
+    seed = rng.choice(seeds())
+    text, steps = seed.text, []
+    count = rng.choices((1, 2, 3, 4), weights=(70, 15, 10, 5))[0]
+    for _ in range(count):
+        if not text:
+            break
+        if rng.random() < 0.03:
+            others = [s for s in seeds() if s.format == seed.format]
+            text, step = splice(rng, text, rng.choice(others))
+        else:
+            mutation = rng.choices(*zip(*MUTATIONS, strict=True))[0]
+            text, step = mutation(rng, text)
+        steps.append(step)
+    return seed.name, text, f"{seed.name}: " + "; ".join(steps)
+
+
+# -- running ------------------------------------------------------------------
+
+
+def outcome(name: str, text: str) -> tuple[str, str | None]:
+    """("valid" | "invalid" | "internal", the traceback of an internal error)."""
+    try:
+        copyir.verify(copyir.parse(text, filename=name))
+    except CopyIRError as err:
+        loc = err.loc
+        if (
+            loc is not None
+            and isinstance(loc.file, str)
+            and loc.file
+            and isinstance(loc.line, int)
+            and isinstance(loc.col, int)
+            and loc.line >= 1
+            and loc.col >= 1
+        ):
+            return "invalid", None
+        return "internal", (
+            f"CopyIRError without a usable location (loc={loc!r}): {err}\n"
+            + traceback.format_exc()
+        )
+    except Exception:
+        return "internal", traceback.format_exc()
+    return "valid", None
+
+
+@dataclass
+class Failure:
+    index: int
+    name: str
+    text: str
+    how: str
+    trace: str
+
+    def report(self) -> str:
+        shown = repr(self.text)
+        if len(shown) > 2_000:
+            shown = shown[:2_000] + f"... ({len(self.text)} characters)"
+        return (
+            f"--- mutant({self.index}) from {self.how}\n"
+            f"name = {self.name!r}\ntext = {shown}\n{self.trace}"
+        )
+
+
+def test_mutated_examples_verify_or_fail_with_a_located_error():
+    assert len(seeds()) >= 40
+    counts: Counter[str] = Counter()
+    failures: list[Failure] = []
+    start = time.perf_counter()
+    for i in range(MUTANTS):
+        name, text, how = mutant(i)
+        result, trace = outcome(name, text)
+        counts[result] += 1
+        if result == "internal":
+            failures.append(Failure(i, name, text, how, trace))
+    elapsed = time.perf_counter() - start
+    summary = (
+        f"{sum(counts.values())} mutants in {elapsed:.1f}s: "
+        f"{counts['valid']} valid, {counts['invalid']} invalid, "
+        f"{counts['internal']} internal errors"
+    )
+    print(summary)
+
+    assert sum(counts.values()) >= MIN_MUTANTS, summary
+    # The generator has not degenerated into only one kind of outcome.
+    assert counts["valid"] >= MUTANTS // 20, summary
+    assert counts["invalid"] >= MUTANTS // 4, summary
+    shown = "\n".join(f.report() for f in failures[:SHOWN_FAILURES])
+    assert not failures, f"{summary}; the first {SHOWN_FAILURES}:\n{shown}"
