@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lark import PostLex
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
     StringAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -48,7 +46,9 @@ from copyir.dialects.copy import (
     ViewOp,
     describe,
     expect_ref,
+    i64_array,
     memory_space,
+    segment_sizes,
     sem_index_result_type,
     set_name,
     view_result_type,
@@ -101,7 +101,6 @@ def _lark() -> Lark:
         grammar,
         parser="lalr",
         postlex=_Postlex(),
-        propagate_positions=True,
         maybe_placeholders=True,
     )
 
@@ -182,15 +181,21 @@ class _Builder:
     def loc(self, item: Tree | Token) -> Loc:
         if isinstance(item, Token):
             return Loc(self.filename, item.line, item.column)
-        return Loc(self.filename, item.meta.line, item.meta.column)
+        token = _first_token(item)
+        if token is None:
+            return None
+        return Loc(self.filename, token.line, token.column)
 
     def error(self, item: Tree | Token, message: str) -> CopyIRError:
         return CopyIRError(message, self.loc(item))
 
-    def integer(self, token: Token) -> int:
-        value = int(token)
+    def integer(self, text: str, at: Token | None = None) -> int:
+        """An integer literal that fits in 64 bits; `at` locates its error."""
+        value = int(text)
         if value not in INT64:
-            raise self.error(token, errors.INT_RANGE.format(value=token))
+            raise self.error(
+                at if at is not None else text, errors.INT_RANGE.format(value=text)
+            )
         return value
 
     def statement_location(self, stmt: Tree, loc_tree: Tree | None) -> Attribute:
@@ -201,14 +206,30 @@ class _Builder:
                 IntAttr(self.integer(line)),
                 IntAttr(self.integer(col)),
             )
+        token = _first_token(stmt)
         return FileLineColLoc(
-            StringAttr(self.filename),
-            IntAttr(stmt.meta.line),
-            IntAttr(stmt.meta.column),
+            StringAttr(self.filename), IntAttr(token.line), IntAttr(token.column)
         )
 
-    def emit(self, op: Operation) -> Operation:
-        op.location = self.location
+    def emit(
+        self,
+        op_type: type[Operation],
+        operands: Sequence[SSAValue] = (),
+        result_types: Sequence[Attribute] = (),
+        properties: dict[str, Attribute] | None = None,
+    ) -> Operation:
+        """Append an op at the current statement's location.
+
+        `create` rather than `build`: the builder already has the operands
+        flat and the properties made, and IRDL's argument handling is a
+        third of the cost of a large parse.
+        """
+        op = op_type.create(
+            operands=operands,
+            result_types=result_types,
+            properties=properties or {},
+            location=self.location,
+        )
         self.block.add_op(op)
         return op
 
@@ -232,7 +253,7 @@ class _Builder:
         return ModuleOp([self.kernel(k) for k in tree.children])
 
     def kernel(self, tree: Tree) -> KernelOp:
-        name, *params, loc_tree, body = tree.children
+        _, name, *params, loc_tree, body = tree.children
         params = [p for p in params if isinstance(p, Tree)]
         self.names = {}
         self.block = Block(arg_types=[self.type(p.children[1], "hbm") for p in params])
@@ -275,17 +296,15 @@ class _Builder:
         target, rhs, _ = tree.children
         kind = rhs.data
         if kind == "alloc":
-            op = self.emit(
-                AllocOp.build(result_types=[self.type(rhs.children[0], "vmem")])
-            )
+            op = self.emit(AllocOp, (), [self.type(rhs.children[0], "vmem")])
             self.define(target, op.results[0])
         elif kind == "semaphore":
             shape = [self.integer(d) for d in rhs.children if d is not None]
             type = SemaphoreArrayType(shape) if shape else SemaphoreType()
-            op = self.emit(SemaphoreOp.build(result_types=[type]))
+            op = self.emit(SemaphoreOp, (), [type])
             self.define(target, op.results[0])
         elif kind == "buffered_ref":
-            op = self.emit(BufferedRefOp.build(result_types=[self.buffered_ref(rhs)]))
+            op = self.emit(BufferedRefOp, (), [self.buffered_ref(rhs)])
             self.define(target, op.results[0])
         else:
             value = self.operand(rhs.children[0])
@@ -305,42 +324,29 @@ class _Builder:
         else:
             action = "start" if head == "copy_start" else "wait"
         operands = [self.operand(src), self.operand(dst), self.operand(sem)]
-        self.emit(
-            DmaOp.build(
-                operands=operands,
-                properties=DmaOp.option_properties(
-                    action, "add" in options, options.get("priority", 0)
-                ),
-            )
+        properties = DmaOp.option_properties(
+            action, "add" in options, options.get("priority", 0)
         )
+        self.emit(DmaOp, operands, (), properties)
 
     def sync_copy(self, tree: Tree) -> None:
-        src, dst, *options = tree.children
+        _, src, dst, *options = tree.children
         options = self.options(options[:-1], "sync_copy", {"add": "flag"})
         src_tree, srcs = pytree.flatten(self.tree(src, 0))
         dst_tree, dsts = pytree.flatten(self.tree(dst, 0))
-        self.emit(
-            SyncCopyOp.build(
-                operands=[srcs, dsts],
-                properties=SyncCopyOp.tree_properties(
-                    src_tree, dst_tree, "add" in options
-                ),
-            )
-        )
+        properties = SyncCopyOp.tree_properties(src_tree, dst_tree, "add" in options)
+        properties["operandSegmentSizes"] = segment_sizes((len(srcs), len(dsts)))
+        self.emit(SyncCopyOp, [*srcs, *dsts], (), properties)
 
     def buffered_copy(self, tree: Tree) -> None:
-        src, dst, *options = tree.children
+        _, src, dst, *options = tree.children
         options = self.options(options[:-1], "buffered_copy", {"slot": "int"})
         src_value, src_indices = self.bref_side(src)
         dst_value, dst_indices = self.bref_side(dst)
-        self.emit(
-            BufferedCopyOp.build(
-                operands=[src_value, dst_value],
-                properties=BufferedCopyOp.index_properties(
-                    src_indices, dst_indices, options.get("slot", 0)
-                ),
-            )
+        properties = BufferedCopyOp.index_properties(
+            src_indices, dst_indices, options.get("slot", 0)
         )
+        self.emit(BufferedCopyOp, [src_value, dst_value], (), properties)
 
     # -- pieces ------------------------------------------------------------
 
@@ -427,7 +433,12 @@ class _Builder:
         value = self.lookup(name)
         if indices is None:
             return value, None
-        return value, [self.integer(i) for i in indices.children if i is not None]
+        items = _subscript_items(indices)
+        if any(kind != "index" for kind, _, _ in items):
+            raise self.error(
+                indices, f"Block indices must be integers: {name}{_expr(items)}"
+            )
+        return value, [self.integer(parts[0], at) for _, parts, at in items]
 
     def tree(self, tree: Tree, depth: int) -> object:
         """A pytree of operands as nested tuples, lists and dicts."""
@@ -456,54 +467,107 @@ class _Builder:
         """A name with subscripts: each `[...]` is a view (or a semaphore index)."""
         name, *groups = tree.children
         value = self.lookup(name)
+        expr = str(name)
         for group in groups:
-            expr = self.text[tree.meta.start_pos : group.meta.end_pos]
-            value = self.subscript(value, group, expr)
+            items = _subscript_items(group)
+            expr += _expr(items)
+            value = self.subscript(value, items, expr)
         return value
 
-    def subscript(self, value: SSAValue, group: Tree, expr: str) -> SSAValue:
+    def subscript(self, value: SSAValue, items: list, expr: str) -> SSAValue:
         if isinstance(value.type, SemaphoreArrayType | SemaphoreType):
             indices = []
-            for item in group.children:
-                if item.data != "index":
+            for kind, parts, at in items:
+                if kind != "index":
                     raise self.error(
-                        item, f"Semaphore arrays take integer indices only: {expr}"
+                        at, f"Semaphore arrays take integer indices only: {expr}"
                     )
-                indices.append(self.integer(item.children[0]))
-            op = SemIndexOp.build(
-                operands=[value],
-                properties={"indices": DenseArrayBase.from_list(i64, indices)},
-                result_types=[sem_index_result_type(value.type, len(indices))],
+                indices.append(self.integer(parts[0], at))
+            op = self.emit(
+                SemIndexOp,
+                [value],
+                [sem_index_result_type(value.type, len(indices))],
+                {"indices": i64_array(tuple(indices))},
             )
-            return self.emit(op).results[0]
+            return op.results[0]
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
             self.view_subscript(item, shape[dim] if dim < len(shape) else 1, expr)
-            for dim, item in enumerate(group.children)
+            for dim, item in enumerate(items)
         ]
-        op = ViewOp.build(
-            operands=[value],
-            properties=ViewOp.subscript_properties(subscripts),
-            result_types=[view_result_type(value.type, subscripts)],
+        op = self.emit(
+            ViewOp,
+            [value],
+            [view_result_type(value.type, subscripts)],
+            ViewOp.subscript_properties(subscripts),
         )
-        return self.emit(op).results[0]
+        return op.results[0]
 
-    def view_subscript(
-        self, item: Tree, extent: int, expr: str
-    ) -> tuple[int, int, bool]:
-        if item.data == "index":
-            return (self.integer(item.children[0]), 1, True)
-        start, stop, step = item.children[0], item.children[1], item.children[2:]
-        if any(s is not None for s in step) or len(step) > 1:
-            raise self.error(item, errors.SLICE_STEP.format(expr=expr))
-        lo = 0 if start is None else self.integer(start)
-        hi = extent if stop is None else self.integer(stop)
+    def view_subscript(self, item, extent: int, expr: str) -> tuple[int, int, bool]:
+        kind, parts, at = item
+        if kind == "index":
+            return (self.integer(parts[0], at), 1, True)
+        start, stop, step = parts
+        if step is not None:
+            raise self.error(at, errors.SLICE_STEP.format(expr=expr))
+        lo = 0 if start is None else self.integer(start, at)
+        hi = extent if stop is None else self.integer(stop, at)
         for bound in (lo, hi):
             if bound < 0:
                 raise self.error(
-                    item, errors.NEGATIVE_INDEX.format(index=bound, expr=expr)
+                    at, errors.NEGATIVE_INDEX.format(index=bound, expr=expr)
                 )
         return (lo, hi - lo, False)
+
+
+def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
+    """Subscripts as ("index", [i], at) or ("slice", [start, stop, step], at).
+
+    The same from a `subscripts` tree and from a SUBSCRIPTS token; missing
+    parts are None, present ones are their text.
+    """
+    if isinstance(group, Token):
+        items = []
+        parts = [p.strip() for p in group[1:-1].split(",")]
+        for part in parts[:-1] if parts[-1] == "" else parts:
+            if ":" not in part:
+                items.append(("index", [part], group))
+                continue
+            bounds = [b.strip() or None for b in part.split(":")] + [None]
+            items.append(("slice", bounds[:3], group))
+        return items
+    items = []
+    for item in group.children:
+        if item is None:
+            continue
+        at = _first_token(item) or _first_token(group)
+        if isinstance(item, Token):  # block indices: bare integers
+            items.append(("index", [str(item)], item))
+        elif item.data == "index":
+            items.append(("index", [str(item.children[0])], at))
+        else:
+            bounds = [None if t is None else str(t) for t in item.children]
+            items.append(("slice", [*bounds, None, None, None][:3], at))
+    return items
+
+
+def _expr(items: list) -> str:
+    """Subscripts written back as the user wrote them, for messages."""
+    texts = []
+    for kind, parts, _ in items:
+        if kind == "index":
+            texts.append(parts[0])
+        else:
+            start, stop, step = ("" if p is None else p for p in parts)
+            texts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+    return f"[{', '.join(texts)}]"
+
+
+def _first_token(tree: Tree | Token) -> Token | None:
+    """The first token under a parse tree: where its construct starts."""
+    while isinstance(tree, Tree):
+        tree = next((c for c in tree.children if c is not None), None)
+    return tree
 
 
 def _loc_of(stmt: Tree) -> Tree | None:

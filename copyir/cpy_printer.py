@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from copyir.errors import CopyIRError
 from copyir.dialects.copy import (
     AllocOp,
     BufferedCopyOp,
@@ -32,6 +31,7 @@ from copyir.dialects.copy import (
     ViewOp,
     describe_type,
 )
+from copyir.errors import CopyIRError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEYWORDS = frozenset(

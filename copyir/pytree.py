@@ -8,6 +8,7 @@ string, where `*` marks a leaf: `(*, {x: *, y: *})`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,8 +116,12 @@ def flatten(obj: object) -> tuple[TreeDef, list]:
     return walk(obj, 0), leaves
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_spec(spec: str) -> TreeDef:
-    """Read a spec string such as `(*, {x: *})` back into a TreeDef."""
+    """Read a spec string such as `(*, {x: *})` back into a TreeDef.
+
+    Cached: a TreeDef is immutable, and a program repeats its few structures.
+    """
     tokens, pos = [], 0
     while pos < len(spec.rstrip()):
         match = _SPEC_TOKEN.match(spec, pos)

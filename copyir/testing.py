@@ -40,7 +40,9 @@ def ir_difference(a: Operation, b: Operation) -> str | None:
     for op_a, op_b in zip(ops_a, ops_b, strict=True):
         for i, (x, y) in enumerate(zip(op_a.operands, op_b.operands, strict=True)):
             if mapping.get(x) is not y:
-                return f"{op_a.name} at {op_a.location}: operand {i} is wired differently"
+                return (
+                    f"{op_a.name} at {op_a.location}: operand {i} is wired differently"
+                )
     return None
 
 

@@ -14,6 +14,7 @@ a user calls from Python check eagerly; the parsers build ops leniently
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -25,6 +26,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import (
@@ -49,7 +51,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
@@ -612,7 +614,32 @@ def view_result_type(
     new_shape = kept + shape[len(subscripts) :]
     if any(d < 1 for d in new_shape):
         return source
-    return RefType(new_shape, source.element_type, source.space_name)
+    return ref_type(tuple(new_shape), source.element_type, source.space_name)
+
+
+@functools.lru_cache(maxsize=4096)
+def ref_type(shape: tuple[int, ...], element_type: Attribute, space: str) -> RefType:
+    """A RefType, shared: attributes are immutable, and building one costs
+    more than looking it up (large programs repeat a few types)."""
+    return RefType(shape, element_type, space)
+
+
+@functools.lru_cache(maxsize=4096)
+def i64_array(values: tuple[int, ...]) -> DenseArrayBase:
+    """A shared `array<i64: ...>` attribute (see `ref_type`)."""
+    return DenseArrayBase.from_list(i64, values)
+
+
+@functools.lru_cache(maxsize=256)
+def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    """`operandSegmentSizes` for ops with variadic operands built by `create`."""
+    return DenseArrayBase.from_list(i32, sizes)
+
+
+@functools.lru_cache(maxsize=4096)
+def int_values(array: DenseArrayBase) -> tuple[int, ...]:
+    """The integers of an array attribute, decoded once per distinct array."""
+    return tuple(array.get_values())
 
 
 @irdl_op_definition
@@ -653,16 +680,16 @@ class ViewOp(IRDLOperation):
         subscripts: Sequence[tuple[int, int, bool]],
     ) -> dict[str, Attribute]:
         return {
-            "offsets": DenseArrayBase.from_list(i64, [o for o, _, _ in subscripts]),
-            "sizes": DenseArrayBase.from_list(i64, [s for _, s, _ in subscripts]),
-            "dropped": DenseArrayBase.from_list(
-                i64, [i for i, (_, _, d) in enumerate(subscripts) if d]
+            "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
+            "sizes": i64_array(tuple(s for _, s, _ in subscripts)),
+            "dropped": i64_array(
+                tuple(i for i, (_, _, d) in enumerate(subscripts) if d)
             ),
         }
 
     def subscripts(self) -> list[tuple[int, int, bool]]:
-        offsets, sizes = self.offsets.get_values(), self.sizes.get_values()
-        dropped = set(self.dropped.get_values())
+        offsets, sizes = int_values(self.offsets), int_values(self.sizes)
+        dropped = int_values(self.dropped)
         return [
             (o, s, i in dropped)
             for i, (o, s) in enumerate(zip(offsets, sizes, strict=False))
@@ -674,27 +701,31 @@ class ViewOp(IRDLOperation):
 
     def verify_(self) -> None:
         source = expect_ref("a view", "source", self.source)
-        name, expr = describe(self.source), self.expression()
-        offsets, sizes = self.offsets.get_values(), self.sizes.get_values()
+        offsets, sizes = int_values(self.offsets), int_values(self.sizes)
         if len(offsets) != len(sizes) or any(
-            not 0 <= d < len(offsets) for d in self.dropped.get_values()
+            not 0 <= d < len(offsets) for d in int_values(self.dropped)
         ):
             raise CopyIRError(
                 errors.MALFORMED_VIEW.format(
-                    name=name, why="offsets, sizes and dropped disagree"
+                    name=describe(self.source),
+                    why="offsets, sizes and dropped disagree",
                 )
             )
         shape = source.get_shape()
         if len(offsets) > len(shape):
             raise CopyIRError(
                 errors.TOO_MANY_INDICES.format(
-                    name=name, rank=len(shape), count=len(offsets)
+                    name=describe(self.source), rank=len(shape), count=len(offsets)
                 )
             )
-        for dim, (offset, size, dropped) in enumerate(self.subscripts()):
-            _check_subscript(name, expr, dim, shape[dim], offset, size, dropped)
-        expected = view_result_type(source, self.subscripts())
+        subscripts = self.subscripts()
+        for dim, (offset, size, dropped) in enumerate(subscripts):
+            extent = shape[dim]
+            if offset < 0 or size < 1 or offset + size > extent:
+                _subscript_error(self, dim, extent, offset, size, dropped)
+        expected = view_result_type(source, subscripts)
         if self.result.type != expected:
+            name = describe(self.source)
             raise CopyIRError(
                 errors.MALFORMED_VIEW.format(
                     name=name, why=f"its type should be {describe_type(expected)}"
@@ -721,6 +752,20 @@ class ViewOp(IRDLOperation):
         inner = ", ".join(_subscript_text(*s) for s in self.subscripts())
         printer.print_string(f"[{inner}] : ")
         printer.print_attribute(self.source.type)
+
+
+def _subscript_error(
+    op: ViewOp | SemIndexOp,
+    dim: int,
+    extent: int,
+    offset: int,
+    size: int,
+    dropped: bool,
+) -> None:
+    """Raise the error of a subscript that is known to be out of range."""
+    _check_subscript(
+        describe(op.source), op.expression(), dim, extent, offset, size, dropped
+    )
 
 
 def _check_subscript(
@@ -777,7 +822,7 @@ class SemIndexOp(IRDLOperation):
     def __init__(self, source: SSAValue, indices: Sequence[int]):
         super().__init__(
             operands=[source],
-            properties={"indices": DenseArrayBase.from_list(i64, indices)},
+            properties={"indices": i64_array(tuple(indices))},
             result_types=[sem_index_result_type(source.type, len(indices))],
         )
 
@@ -786,23 +831,18 @@ class SemIndexOp(IRDLOperation):
         return f"{describe(self.source)}[{inner}]"
 
     def verify_(self) -> None:
-        name = describe(self.source)
-        if not isinstance(self.source.type, SemaphoreArrayType):
-            raise CopyIRError(
-                errors.TOO_MANY_INDICES.format(
-                    name=name, rank=0, count=len(self.indices.get_values())
-                )
-            )
-        shape = self.source.type.get_shape()
         indices = self.indices.get_values()
+        type = self.source.type
+        shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
         if len(indices) > len(shape):
             raise CopyIRError(
                 errors.TOO_MANY_INDICES.format(
-                    name=name, rank=len(shape), count=len(indices)
+                    name=describe(self.source), rank=len(shape), count=len(indices)
                 )
             )
         for dim, index in enumerate(indices):
-            _check_subscript(name, self.expression(), dim, shape[dim], index, 1, True)
+            if not 0 <= index < shape[dim]:
+                _subscript_error(self, dim, shape[dim], index, 1, True)
 
     @classmethod
     def parse(cls, parser: Parser) -> SemIndexOp:
@@ -814,7 +854,7 @@ class SemIndexOp(IRDLOperation):
         source_type = parser.parse_type()
         return cls.build(
             operands=[parser.resolve_operand(source, source_type)],
-            properties={"indices": DenseArrayBase.from_list(i64, indices)},
+            properties={"indices": i64_array(tuple(indices))},
             result_types=[sem_index_result_type(source_type, len(indices))],
         )
 
@@ -917,7 +957,15 @@ def check_action(action: str) -> None:
         raise CopyIRError(errors.UNKNOWN_ACTION.format(action=action))
 
 
+def _root(value: SSAValue) -> SSAValue:
+    while isinstance(value.owner, ViewOp):
+        value = value.owner.source
+    return value
+
+
 def check_no_overlap(src: SSAValue, dst: SSAValue) -> None:
+    if _root(src) is not _root(dst):
+        return
     src_root, src_box = root_region(src)
     dst_root, dst_box = root_region(dst)
     if src_root is dst_root and boxes_overlap(src_box, dst_box):
@@ -993,9 +1041,20 @@ class SyncCopyOp(IRDLOperation):
                     dst=dst_tree.render([describe(v) for v in self.dsts]),
                 )
             )
-        for path, src, dst in zip(
-            src_tree.leaf_paths(), self.srcs, self.dsts, strict=True
-        ):
+        for src, dst in zip(self.srcs, self.dsts, strict=True):
+            s, d = src.type, dst.type
+            if not (
+                isinstance(s, RefType)
+                and isinstance(d, RefType)
+                and s.element_type == d.element_type
+                and s.shape == d.shape
+                and _root(src) is not _root(dst)
+            ):
+                self._check_leaves(src_tree)
+
+    def _check_leaves(self, tree: pytree.TreeDef) -> None:
+        """The full checks, leaf by leaf, naming the leaf of the first error."""
+        for path, src, dst in zip(tree.leaf_paths(), self.srcs, self.dsts, strict=True):
             role = f"leaf {path}" if path else "leaf"
             src_type = expect_ref("sync_copy", f"source {role}", src)
             dst_type = expect_ref("sync_copy", f"destination {role}", dst)
@@ -1237,9 +1296,9 @@ class BufferedCopyOp(IRDLOperation):
     ) -> dict[str, Attribute]:
         properties: dict[str, Attribute] = {}
         if src_indices is not None:
-            properties["src_indices"] = DenseArrayBase.from_list(i64, src_indices)
+            properties["src_indices"] = i64_array(tuple(src_indices))
         if dst_indices is not None:
-            properties["dst_indices"] = DenseArrayBase.from_list(i64, dst_indices)
+            properties["dst_indices"] = i64_array(tuple(dst_indices))
         if slot:
             properties["slot"] = IntegerAttr(slot, i64)
         return properties
