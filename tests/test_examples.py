@@ -4,7 +4,7 @@ through the API and through the command line, verbatim and at its line."""
 from __future__ import annotations
 
 import pytest
-from conftest import INVALID_EXAMPLES, VALID_EXAMPLES, expected_error
+from conftest import INVALID_EXAMPLES, ROOT, VALID_EXAMPLES, expected_error
 
 import copyir
 from copyir.cli import main
@@ -56,3 +56,11 @@ def test_invalid_example_through_the_cli(path, capsys):
     assert source == path.read_text().splitlines()[line - 1]
     assert caret == " " * (col - 1) + "^"
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", INVALID_EXAMPLES, ids=lambda p: p.name)
+def test_readme_lists_each_error_with_its_example(path):
+    readme = (ROOT / "README.md").read_text()
+    _, message = expected_error(path)
+    row = f"| [`{path.name}`](examples/invalid/{path.name}) | `{message}` |"
+    assert row in readme
