@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from copyir import errors
 from copyir.cpy_parser import parse_cpy
 from copyir.cpy_printer import print_cpy
-from copyir.dialects.copy import KernelOp
+from copyir.dialects.copy import KernelOp, loc_of
 from copyir.errors import CopyIRError, Loc
 from copyir.mlir import parse_mlir, print_mlir
 
@@ -54,7 +54,8 @@ def parse(text: str, filename: str = "<input>", format: str | None = None) -> Mo
             module = parse_mlir(text, filename)
         else:
             module = parse_cpy(text, filename)
-    module.location = FileLineColLoc(StringAttr(filename), IntAttr(1), IntAttr(1))
+    if loc_of(module.location) is None:  # implicit: the file itself
+        module.location = FileLineColLoc(StringAttr(filename), IntAttr(1), IntAttr(1))
     return module
 
 
@@ -87,8 +88,6 @@ def select_kernel(module: ModuleOp, name: str | None) -> KernelOp:
 
 
 def _module_loc(module: ModuleOp) -> Loc | None:
-    from copyir.dialects.copy import loc_of
-
     return loc_of(module.location)
 
 

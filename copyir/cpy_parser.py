@@ -47,6 +47,7 @@ from copyir.dialects.copy import (
     describe,
     expect_ref,
     i64_array,
+    loc_of,
     memory_space,
     segment_sizes,
     sem_index_result_type,
@@ -191,7 +192,8 @@ class _Builder:
 
     def integer(self, text: str, at: Token | None = None) -> int:
         """An integer literal that fits in 64 bits; `at` locates its error."""
-        value = int(text)
+        digits = text.lstrip("-")
+        value = int(text) if len(digits) <= 19 else 2**63
         if value not in INT64:
             raise self.error(
                 at if at is not None else text, errors.INT_RANGE.format(value=text)
@@ -201,11 +203,19 @@ class _Builder:
     def statement_location(self, stmt: Tree, loc_tree: Tree | None) -> Attribute:
         if loc_tree is not None:
             file, line, col = loc_tree.children
-            return FileLineColLoc(
+            location = FileLineColLoc(
                 StringAttr(_unquote(file)),
-                IntAttr(self.integer(line)),
-                IntAttr(self.integer(col)),
+                IntAttr(self.integer(line, line)),
+                IntAttr(self.integer(col, col)),
             )
+            if loc_of(location) is None:
+                raise self.error(
+                    loc_tree,
+                    errors.MALFORMED_LOCATION.format(
+                        why="it needs a file name, and a line and column from 1 up"
+                    ),
+                )
+            return location
         token = _first_token(stmt)
         return FileLineColLoc(
             StringAttr(self.filename), IntAttr(token.line), IntAttr(token.column)

@@ -117,15 +117,17 @@ class _KernelPrinter:
             self.names[value] = name
 
     def operand(self, value: SSAValue) -> str:
-        owner = value.owner
-        if owner in self.inline:
-            return _subscripted(self.operand(owner.source), owner)
-        return self.names[value]
+        """A value's name, followed by the subscripts of inline views."""
+        suffixes = []
+        while value.owner in self.inline:
+            suffixes.append(_subscripts(value.owner))
+            value = value.owner.source
+        return self.names[value] + "".join(reversed(suffixes))
 
     def statement(self, op: Operation) -> str:
         if isinstance(op, _INLINE):
             return (
-                f"{self.names[op.result]} = {_subscripted(self.operand(op.source), op)}"
+                f"{self.names[op.result]} = {self.operand(op.source)}{_subscripts(op)}"
             )
         if isinstance(op, AllocOp):
             return f"{self.names[op.result]} = alloc {describe_type(op.result.type)}"
@@ -186,10 +188,10 @@ def buffered_ref_text(type: BufferedRefType) -> str:
     return text
 
 
-def _subscripted(source: str, op: Operation) -> str:
+def _subscripts(op: ViewOp | SemIndexOp) -> str:
+    """`[0:32, :]`: a view's subscripts, `:` for a whole dimension."""
     if isinstance(op, SemIndexOp):
-        inner = ", ".join(str(i) for i in op.indices.get_values())
-        return f"{source}[{inner}]"
+        return op.subscripts_text()
     shape = op.source.type.get_shape() if isinstance(op.source.type, RefType) else ()
     parts = []
     for dim, (offset, size, dropped) in enumerate(op.subscripts()):
@@ -199,7 +201,7 @@ def _subscripted(source: str, op: Operation) -> str:
             parts.append(":")
         else:
             parts.append(f"{offset}:{offset + size}")
-    return f"{source}[{', '.join(parts)}]"
+    return f"[{', '.join(parts)}]"
 
 
 def _indices(attr) -> str:
@@ -222,12 +224,13 @@ def _inline_views(ops: Sequence[Operation]) -> set[Operation]:
 
 def _chain(value: SSAValue, user: Operation) -> list[Operation]:
     """The views the parser emits for one inline operand, in emission order."""
-    owner = value.owner
-    if (
-        isinstance(owner, _INLINE)
+    chain = []
+    while (
+        isinstance(value.owner, _INLINE)
         and value.name_hint is None
         and value.has_one_use()
-        and owner.location == user.location
+        and value.owner.location == user.location
     ):
-        return [*_chain(owner.source, user), owner]
-    return []
+        chain.append(value.owner)
+        value = value.owner.source
+    return chain[::-1]

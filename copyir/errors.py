@@ -84,6 +84,7 @@ USED_BEFORE_DEFINED = "{name} is used before its definition"
 NO_KERNEL = "No kernel named {name}; the file has: {names}"
 SEVERAL_KERNELS = "The file has several kernels ({names}); choose one with --kernel"
 NO_KERNELS = "The file has no kernel"
+MODULE_ARGUMENTS = "The top-level module takes no block arguments"
 NOT_A_KERNEL = "Only kernels may appear at the top level, got {op}"
 
 # Operand kinds.
@@ -150,3 +151,5 @@ INT_RANGE = "Integer {value} does not fit in 64 bits"
 TOO_DEEP = "Input is nested too deeply for the parser"
 DUPLICATE_PARAM = "Kernel parameter {name} is defined twice"
 NOT_IN_KERNEL = "{op} cannot appear inside a kernel"
+NUMBER_TOO_LONG = "Number literal is too long"
+MALFORMED_LOCATION = "Malformed location: {why}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 from io import StringIO
 
 from xdsl.context import Context
@@ -19,7 +20,6 @@ from xdsl.dialects.builtin import (
     IntAttr,
     ModuleOp,
     StringAttr,
-    UnknownLoc,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
@@ -28,7 +28,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
 from copyir import errors
-from copyir.dialects.copy import Copy, set_name
+from copyir.dialects.copy import Copy, loc_of, set_name
 from copyir.errors import CopyIRError, Loc
 
 
@@ -94,7 +94,7 @@ class _LocatingParser(Parser):
                 span = Span(start, start + 1, self.lexer.input)
                 raise _UnknownOp(span, err.msg) from None
             raise
-        if isinstance(op.location, UnknownLoc):
+        if loc_of(op.location) is None:  # none, or no usable file:line:col
             op.location = self.file_location(start)
         return op
 
@@ -106,13 +106,43 @@ class _LocatingParser(Parser):
         return arg
 
 
+# Text that xDSL's lexer mishandles: an unterminated string makes its string
+# regex backtrack exponentially, a non-ASCII digit passes its `isnumeric`
+# test and then fails `int`, and a number of thousands of digits exceeds
+# Python's conversion limit. One linear scan finds them first.
+_SUSPECT = re.compile(r'//[^\n]*|"|[^\x00-\x7f]|[0-9]{1000,}')
+_STRING = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
+def _check_lexable(text: str, filename: str) -> None:
+    pos = 0
+    while (match := _SUSPECT.search(text, pos)) is not None:
+        found, start = match.group(), match.start()
+        if found.startswith("//"):
+            pos = match.end()
+            continue
+        if found == '"':
+            string = _STRING.match(text, start)
+            if string is not None:
+                pos = string.end()
+                continue
+            message = "String literal not closed on its line"
+        elif found[0] in "0123456789":
+            message = errors.NUMBER_TOO_LONG
+        else:
+            message = f"unexpected character {found!r}"
+        raise CopyIRError(message, Loc(filename, *LineTable(text).position(start)))
+
+
 def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse the MLIR form of a copy program into a module."""
-    parser = _LocatingParser(text, filename)
+    _check_lexable(text, filename)
     try:
+        parser = _LocatingParser(text, filename)
         module = parser.parse_module()
     except ParseError as err:
-        raise CopyIRError(err.msg, parser.loc(err.span.start)) from None
+        line, col = LineTable(text).position(err.span.start)
+        raise CopyIRError(err.msg, Loc(filename, line, col)) from None
     except VerifyException as err:
         raise CopyIRError(str(err), parser.loc(parser.pos)) from None
     except CopyIRError as err:

@@ -18,14 +18,16 @@ from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
 from copyir.dialects.copy import KernelOp, describe, loc_of
-from copyir.errors import CopyIRError, Loc
+from copyir.errors import CopyIRError
 
 
 def verify(module: ModuleOp) -> None:
     """Raise the program's first error as a located `CopyIRError`."""
     kernels = list(module.ops)
     if not kernels:
-        raise CopyIRError(errors.NO_KERNELS, _module_loc(module))
+        raise CopyIRError(errors.NO_KERNELS, loc_of(module.location))
+    if any(block.args for block in module.body.blocks):
+        raise CopyIRError(errors.MODULE_ARGUMENTS, loc_of(module.location))
     for kernel in kernels:
         if not isinstance(kernel, KernelOp):
             raise CopyIRError(
@@ -59,11 +61,6 @@ def _verify_op(op: Operation, defined: set[SSAValue]) -> None:
                 _verify_op(child, inner)
                 inner.update(child.results)
     defined.update(op.results)
-
-
-def _module_loc(module: ModuleOp) -> Loc | None:
-    loc = loc_of(module.location)
-    return loc
 
 
 @dataclass(frozen=True)

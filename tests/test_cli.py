@@ -35,7 +35,7 @@ def test_version(capsys):
 
 
 def test_missing_file_is_a_one_line_usage_error(capsys, tmp_path):
-    status, out, err = run(["verify", str(tmp_path / "nope.cpy")], capsys)
+    status, _out, err = run(["verify", str(tmp_path / "nope.cpy")], capsys)
     assert status == 2
     assert (
         err

@@ -1,26 +1,31 @@
 """Fuzzing: random mutations of the examples through `parse` and `verify`.
 
 Every example file (`examples/` and `examples/invalid/`, `.cpy` and `.mlir`),
-plus the MLIR form of the smaller valid examples, is mutated at random:
-tokens deleted, swapped, duplicated, inserted and replaced; bytes deleted,
-inserted and replaced (non-ASCII and control characters included); and a few
-structural changes (truncation, repeated and deleted lines, deep nesting,
-splices of two files). Each mutant must either verify or fail with a
-`CopyIRError` located at a file, a line >= 1 and a column >= 1. Anything else
-that escapes, and any error without a usable location, is an internal error.
+plus the MLIR form of the smaller valid examples (named `<example>.cpy.mlir`),
+is mutated at random, in-process: tokens deleted, swapped, duplicated,
+inserted and replaced; bytes deleted, inserted and replaced (non-ASCII and
+control characters included, decoded with errors="replace"); and structural
+changes (truncation, repeated, deleted and swapped lines, brackets nested
+5,000 deep, repeated token runs, very long tokens, explicit `loc(...)`
+annotations, splices of two files). Each mutant must either verify or fail
+with a `CopyIRError` located at a file, a line >= 1 and a column >= 1.
+Anything else that escapes, any error without such a location, and any
+mutant that runs longer than `TIME_LIMIT`, is an internal error.
 
 The run is deterministic: mutant `i` comes from its own `random.Random`, so
-one failure is reproduced with `mutant(i)` alone:
+one failure is reproduced with `mutant(i)` alone (from the tests directory):
 
     from test_fuzz import mutant, outcome
     name, text, how = mutant(1234)
-    outcome(name, text)
+    result, error = outcome(name, text)   # error.trace is the traceback
 """
 
 from __future__ import annotations
 
 import random
 import re
+import signal
+import threading
 import time
 import traceback
 from collections import Counter
@@ -37,6 +42,9 @@ SEED = 0x5EED_C0DE
 MUTANTS = 12_000
 MIN_MUTANTS = 10_000
 SHOWN_FAILURES = 5
+TIME_LIMIT = 1.0
+"""Seconds one mutant may take (the slowest legitimate ones take well under
+one); a mutant that takes longer is stopped and counts as an internal error."""
 MAX_MLIR_SEED = 3_000
 """Only valid examples whose MLIR form is this short become extra seeds, so
 that the large ones do not dominate the run time."""
@@ -55,12 +63,12 @@ TOKEN = re.compile(
 # Text that the examples do not contain, or not often: keywords and types of
 # both syntaxes, edge-case numbers, locations, odd strings and characters.
 UNUSUAL_CHARACTERS = [
-    "é",
-    "ß",
-    "ｘ",
-    "²",
-    "١",
-    "𝟘",
+    "\u00e9",
+    "\u00df",
+    "\uff58",  # fullwidth x
+    "\u00b2",  # superscript two: numeric, but not for int()
+    "\u0661",  # Arabic-Indic digit one
+    "\U0001d7d8",  # double-struck digit zero
     "\U0001d465",
     "\u00a0",
     "\u0085",
@@ -249,6 +257,25 @@ EXTRA_TOKENS = [
     "// comment",
     "/*",
 ]
+LOCATIONS = [
+    'loc("f":1:1)',
+    'loc("f":0:0)',
+    'loc("f":0:1)',
+    'loc("f":1:0)',
+    'loc("f":-1:-1)',
+    'loc("":1:1)',
+    'loc("f":4294967296:1)',
+    'loc("f":99999999999999999999:1)',
+    "loc(unknown)",
+    'loc("name")',
+    'loc("name"("f":1:1))',
+    'loc(fused["f":1:1, "g":2:2])',
+    'loc(callsite("f":1:1 at "g":2:2))',
+    'loc("f":1:1 to 2:2)',
+    "loc(#loc)",
+    "loc()",
+    "loc(",
+]
 BRACKETS = ["(", "[", "{", "<", "((", "[(", "{a: "]
 CLOSING = {"(": ")", "[": "]", "{": "}", "<": ">", "((": "))", "[(": ")]"}
 
@@ -276,6 +303,24 @@ def seeds() -> tuple[Seed, ...]:
         if len(text) <= MAX_MLIR_SEED:
             found.append(Seed(name + ".mlir", text))
     return tuple(found)
+
+
+GROUP_WEIGHTS = (35, 30, 35)
+"""How often a mutant starts from a valid `.cpy` example, an invalid one, or
+an `.mlir` file: the valid ones are what most often stays valid, and the few
+`.mlir` files would otherwise be seldom picked."""
+
+
+@cache
+def seed_groups() -> tuple[tuple[Seed, ...], ...]:
+    """The seeds as valid `.cpy` examples, invalid ones, and `.mlir` files."""
+    valid = {str(p.relative_to(ROOT)) for p in VALID_EXAMPLES}
+    cpy = [s for s in seeds() if s.format == "cpy"]
+    return (
+        tuple(s for s in cpy if s.name in valid),
+        tuple(s for s in cpy if s.name not in valid),
+        tuple(s for s in seeds() if s.format == "mlir"),
+    )
 
 
 @cache
@@ -438,6 +483,44 @@ def nest(rng, text):
     return "".join(tokens), f"nest {opening!r} x{depth} ({kind}) at token {i}"
 
 
+def repeat_span(rng, text):
+    """A few tokens in a row, repeated: `[0]` becomes `[0][0][0]...`."""
+    tokens = TOKEN.findall(text)
+    i = _token_index(rng, tokens)
+    j = min(i + rng.randrange(1, 7), len(tokens))
+    times = rng.choice((1, 2, 10, 100, 600))
+    span = "".join(tokens[i:j])
+    tokens[i:j] = [span * (times + 1)]
+    return "".join(tokens), f"repeat tokens {i}:{j} {span[:30]!r} x{times}"
+
+
+def add_location(rng, text):
+    """An explicit location, odd or not, at the end of a line."""
+    lines = text.split("\n")
+    i = rng.randrange(len(lines))
+    new = rng.choice(LOCATIONS)
+    lines[i] = lines[i].rstrip() + " " + new
+    return "\n".join(lines), f"add {new} to line {i + 1}"
+
+
+def widen(rng, text):
+    """A run of blanks, a number or any token, made very long."""
+    tokens = TOKEN.findall(text)
+    length = rng.choice((100, 1000, 5000))
+    kind = rng.choice(("blank", "number", "any"))
+    numbers = [i for i, t in enumerate(tokens) if t.isdigit()]
+    if kind == "number" and numbers:
+        i = rng.choice(numbers)
+        tokens[i] = rng.choice("123456789") + "0" * length
+    else:
+        i = rng.randrange(len(tokens))
+        if kind == "any" and not tokens[i].isspace():
+            tokens[i] = tokens[i] * (length // len(tokens[i]) + 1)
+        else:
+            tokens[i] = rng.choice((" ", "\t", " \t")) * length
+    return "".join(tokens), f"widen token {i} to {len(tokens[i])} characters"
+
+
 def splice(rng, text, other):
     """The start of this seed, the end of another one of the same format."""
     i, j = rng.randrange(len(text) + 1), rng.randrange(len(other.text) + 1)
@@ -460,13 +543,16 @@ MUTATIONS: list[tuple[Mutation, int]] = [
     (delete_line, 3),
     (swap_lines, 2),
     (nest, 2),
+    (repeat_span, 2),
+    (add_location, 2),
+    (widen, 2),
 ]
 
 
 def mutant(i: int) -> tuple[str, str, str]:
     """Mutant `i` of the run: (file name, text, how it was made)."""
     rng = random.Random(SEED * 1_000_003 + i)
-    seed = rng.choice(seeds())
+    seed = rng.choice(rng.choices(seed_groups(), weights=GROUP_WEIGHTS)[0])
     text, steps = seed.text, []
     count = rng.choices((1, 2, 3, 4), weights=(70, 15, 10, 5))[0]
     for _ in range(count):
@@ -485,29 +571,103 @@ def mutant(i: int) -> tuple[str, str, str]:
 # -- running ------------------------------------------------------------------
 
 
-def outcome(name: str, text: str) -> tuple[str, str | None]:
-    """("valid" | "invalid" | "internal", the traceback of an internal error)."""
+class TooSlow(BaseException):
+    """Raised from a timer signal in a mutant that runs too long; a
+    BaseException, so that no `except Exception` in the code under test
+    can swallow it."""
+
+
+def _too_slow(signum, frame):
+    raise TooSlow(f"took more than {TIME_LIMIT} s")
+
+
+def _can_time_out() -> bool:
+    """Only the main thread gets signals; and leave any running timer be."""
+    return (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    )
+
+
+@dataclass(frozen=True)
+class Internal:
+    """An internal error: what escaped (or lacked a location), and where."""
+
+    kind: str
+    where: str
+    trace: str
+
+    @property
+    def signature(self) -> str:
+        return f"{self.kind} at {self.where}" if self.where else self.kind
+
+
+def outcome(name: str, text: str) -> tuple[str, Internal | None]:
+    """("valid" | "invalid" | "internal", the internal error if any)."""
+    if not _can_time_out():
+        return _classify(name, text)
+    previous = signal.signal(signal.SIGALRM, _too_slow)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+        try:
+            return _classify(name, text)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except TooSlow as err:
+        return "internal", _internal(f"hang: {err}", err, innermost=True)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _classify(name: str, text: str) -> tuple[str, Internal | None]:
     try:
         copyir.verify(copyir.parse(text, filename=name))
     except CopyIRError as err:
-        loc = err.loc
-        if (
-            loc is not None
-            and isinstance(loc.file, str)
-            and loc.file
-            and isinstance(loc.line, int)
-            and isinstance(loc.col, int)
-            and loc.line >= 1
-            and loc.col >= 1
-        ):
+        problem = _location_problem(err)
+        if problem is None:
             return "invalid", None
-        return "internal", (
-            f"CopyIRError without a usable location (loc={loc!r}): {err}\n"
-            + traceback.format_exc()
-        )
-    except Exception:
-        return "internal", traceback.format_exc()
+        # Grouped by what is wrong with the location, not by the raising site.
+        return "internal", _internal(f"CopyIRError {problem}", err, site=False)
+    except Exception as err:
+        return "internal", _internal(type(err).__qualname__, err)
     return "valid", None
+
+
+def _location_problem(err: CopyIRError) -> str | None:
+    """What keeps the error's location from pointing into a file, if anything."""
+    loc = err.loc
+    if loc is None:
+        return "without a location"
+    if not isinstance(loc.file, str) or not loc.file:
+        return "with no file name"
+    if not isinstance(loc.line, int) or not isinstance(loc.col, int):
+        return "with a line or column that is not an integer"
+    if loc.line < 1 or loc.col < 1:
+        return "at a line or column < 1"
+    return None
+
+
+def _internal(
+    kind: str, err: BaseException, site: bool = True, innermost: bool = False
+) -> Internal:
+    """The error, and where: its innermost frames in xDSL and in copyir (or,
+    for a hang, the frame it was stopped in)."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if innermost:
+        packages = ("xdsl|lark|copyir|passes",)
+    else:
+        packages = ("xdsl|lark", "copyir|passes")
+    where = []
+    for package in packages:
+        pattern = rf"[/\\]({package})[/\\]"
+        ours = [f for f in frames if re.search(pattern, f.filename)]
+        if ours:
+            frame = ours[-1]
+            path = re.split(r"site-packages[/\\]|main[/\\]", frame.filename)[-1]
+            where.append(f"{path}:{frame.lineno} ({frame.name})")
+    trace = "".join(traceback.format_exception(err))
+    return Internal(kind, " via ".join(where) if site else "", trace)
 
 
 @dataclass
@@ -516,15 +676,15 @@ class Failure:
     name: str
     text: str
     how: str
-    trace: str
+    error: Internal
 
     def report(self) -> str:
         shown = repr(self.text)
         if len(shown) > 2_000:
             shown = shown[:2_000] + f"... ({len(self.text)} characters)"
         return (
-            f"--- mutant({self.index}) from {self.how}\n"
-            f"name = {self.name!r}\ntext = {shown}\n{self.trace}"
+            f"--- mutant({self.index}): {self.how}\n"
+            f"name = {self.name!r}\ntext = {shown}\n{self.error.trace}"
         )
 
 
@@ -535,10 +695,10 @@ def test_mutated_examples_verify_or_fail_with_a_located_error():
     start = time.perf_counter()
     for i in range(MUTANTS):
         name, text, how = mutant(i)
-        result, trace = outcome(name, text)
+        result, error = outcome(name, text)
         counts[result] += 1
-        if result == "internal":
-            failures.append(Failure(i, name, text, how, trace))
+        if error is not None:
+            failures.append(Failure(i, name, text, how, error))
     elapsed = time.perf_counter() - start
     summary = (
         f"{sum(counts.values())} mutants in {elapsed:.1f}s: "
@@ -551,5 +711,15 @@ def test_mutated_examples_verify_or_fail_with_a_located_error():
     # The generator has not degenerated into only one kind of outcome.
     assert counts["valid"] >= MUTANTS // 20, summary
     assert counts["invalid"] >= MUTANTS // 4, summary
-    shown = "\n".join(f.report() for f in failures[:SHOWN_FAILURES])
-    assert not failures, f"{summary}; the first {SHOWN_FAILURES}:\n{shown}"
+
+    # The first failure of each kind, the first few kinds in full.
+    kinds = Counter(f.error.signature for f in failures)
+    first = {}
+    for failure in failures:
+        first.setdefault(failure.error.signature, failure)
+    table = "\n".join(f"{n:6} x {signature}" for signature, n in kinds.items())
+    shown = "\n".join(f.report() for f in list(first.values())[:SHOWN_FAILURES])
+    assert counts["internal"] == 0, (
+        f"{summary}, of {len(kinds)} kinds:\n{table}\n"
+        f"The first of the first {SHOWN_FAILURES} kinds:\n{shown}"
+    )

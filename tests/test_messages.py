@@ -269,7 +269,7 @@ def test_buffered_copy_builder_puts_indices_on_the_bref_side():
     text = kernel("bx = buffered_ref x, block=(4, 128), buffers=2")
     module = copyir.parse(text)
     k = module.ops.first
-    bref = list(k.body.block.ops)[0].result
+    bref = next(iter(k.body.block.ops)).result
     op = BufferedCopyOp(k.params[0], bref, [1, 0], slot=1)
     k.body.block.add_op(op)
     copyir.verify(module)

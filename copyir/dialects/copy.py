@@ -165,6 +165,10 @@ class SemaphoreType(ParametrizedAttribute, TypeAttribute):
 
     name = "copy.sem"
 
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        return []  # `!copy.sem` has none; anything after it is a syntax error
+
     def describe(self) -> str:
         return "a semaphore"
 
@@ -226,7 +230,7 @@ class BlockDimAttr(ParametrizedAttribute):
         if parser.parse_optional_keyword("squeezed"):
             return BlockDimAttr(SQUEEZED)
         kind = ELEMENT if parser.parse_optional_keyword("element") else BLOCKED
-        return BlockDimAttr(kind, parser.parse_integer(allow_negative=True))
+        return BlockDimAttr(kind, _parse_i64(parser))
 
     def print_block_dim(self, printer: Printer) -> None:
         kind, size = self.kind.data, self.size.data
@@ -310,7 +314,7 @@ class BufferedRefType(ParametrizedAttribute, TypeAttribute):
             )
             parser.parse_punctuation(",")
             parser.parse_keyword("buffers")
-            buffers = parser.parse_integer(allow_negative=True)
+            buffers = _parse_i64(parser)
             parser.parse_punctuation(",")
             pos = parser.pos
             space = parser.parse_identifier("for a memory space")
@@ -347,9 +351,19 @@ def set_name(value: SSAValue, name: str | None) -> None:
 
 
 def loc_of(location: Attribute) -> Loc | None:
-    """The file, line and column of an xDSL location, if it has them."""
+    """The file, line and column of an xDSL location, if it has usable ones.
+
+    Only a `file:line:col` location with a file name and a line and column
+    from 1 up can point a user at a line; parsers replace any other.
+    """
     if isinstance(location, FileLineColLoc):
-        return Loc(location.filename.data, location.line.data, location.column.data)
+        file, line, col = (
+            location.filename.data,
+            location.line.data,
+            location.column.data,
+        )
+        if file and line >= 1 and col >= 1:
+            return Loc(file, line, col)
     return None
 
 
@@ -362,10 +376,11 @@ def describe_type(type: Attribute) -> str:
 
 def describe(value: SSAValue) -> str:
     """A value as a user wrote it: its name, or the view expression."""
-    owner = value.owner
-    if isinstance(owner, ViewOp | SemIndexOp) and value.name_hint is None:
-        return owner.expression()
-    return value.name_hint or "an unnamed value"
+    suffixes = []
+    while value.name_hint is None and isinstance(value.owner, ViewOp | SemIndexOp):
+        suffixes.append(value.owner.subscripts_text())
+        value = value.owner.source
+    return (value.name_hint or "an unnamed value") + "".join(reversed(suffixes))
 
 
 # --------------------------------------------------------------------------
@@ -519,7 +534,8 @@ class KernelOp(IRDLOperation):
 
         def parse_param() -> Parser.Argument:
             arg = parser.parse_argument()
-            if (location := parser.parse_optional_location()) is not None:
+            location = parser.parse_optional_location()
+            if location is not None and loc_of(location) is not None:
                 arg.location = location
             return arg
 
@@ -695,9 +711,11 @@ class ViewOp(IRDLOperation):
             for i, (o, s) in enumerate(zip(offsets, sizes, strict=False))
         ]
 
+    def subscripts_text(self) -> str:
+        return f"[{', '.join(_subscript_text(*s) for s in self.subscripts())}]"
+
     def expression(self) -> str:
-        inner = ", ".join(_subscript_text(*s) for s in self.subscripts())
-        return f"{describe(self.source)}[{inner}]"
+        return describe(self.source) + self.subscripts_text()
 
     def verify_(self) -> None:
         source = expect_ref("a view", "source", self.source)
@@ -795,12 +813,21 @@ def _check_subscript(
         )
 
 
+def _parse_i64(parser: AttrParser) -> int:
+    """An integer that fits in 64 bits, as every integer property must."""
+    start = parser.pos
+    value = parser.parse_integer(allow_negative=True)
+    if not -(2**63) <= value < 2**63:
+        parser.raise_error(errors.INT_RANGE.format(value=value), start, parser.pos)
+    return value
+
+
 def _parse_subscript(parser: Parser) -> tuple[int, int, bool]:
     """`5` (an index) or `0:32` (a slice) in the MLIR form of a view."""
-    start = parser.parse_integer(allow_negative=True)
+    start = _parse_i64(parser)
     if parser.parse_optional_punctuation(":") is None:
         return (start, 1, True)
-    stop = parser.parse_integer(allow_negative=True)
+    stop = _parse_i64(parser)
     if parser.parse_optional_punctuation(":") is not None:
         parser.raise_error(errors.SLICE_STEP.format(expr=f"{start}:{stop}:..."))
     return (start, stop - start, False)
@@ -826,9 +853,11 @@ class SemIndexOp(IRDLOperation):
             result_types=[sem_index_result_type(source.type, len(indices))],
         )
 
+    def subscripts_text(self) -> str:
+        return f"[{', '.join(str(i) for i in int_values(self.indices))}]"
+
     def expression(self) -> str:
-        inner = ", ".join(str(i) for i in self.indices.get_values())
-        return f"{describe(self.source)}[{inner}]"
+        return describe(self.source) + self.subscripts_text()
 
     def verify_(self) -> None:
         indices = self.indices.get_values()
@@ -848,7 +877,7 @@ class SemIndexOp(IRDLOperation):
     def parse(cls, parser: Parser) -> SemIndexOp:
         source = parser.parse_unresolved_operand()
         indices = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_negative=True)
+            parser.Delimiter.SQUARE, lambda: _parse_i64(parser)
         )
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
@@ -1377,7 +1406,7 @@ class BufferedCopyOp(IRDLOperation):
         dst_indices = _parse_optional_indices(parser)
         slot = 0
         if parser.parse_optional_keyword("slot") is not None:
-            slot = parser.parse_integer(allow_negative=True)
+            slot = _parse_i64(parser)
         parser.parse_punctuation(":")
         src_type = parser.parse_type()
         parser.parse_punctuation("->")
@@ -1444,9 +1473,9 @@ def _parse_optional_indices(parser: Parser) -> list[int] | None:
         return None
     if parser.parse_optional_punctuation("]") is not None:
         return []
-    indices = [parser.parse_integer(allow_negative=True)]
+    indices = [_parse_i64(parser)]
     while parser.parse_optional_punctuation(",") is not None:
-        indices.append(parser.parse_integer(allow_negative=True))
+        indices.append(_parse_i64(parser))
     parser.parse_punctuation("]")
     return indices
 

@@ -132,3 +132,11 @@ copy.kernel @k(%x : !copy.ref<64xf32, hbm>) {
 
 // expected-error@+1 {{Only kernels may appear at the top level, got copy.alloc}}
 %b = copy.alloc : !copy.ref<8xf32, vmem>
+
+// -----
+
+// expected-error@+1 {{The top-level module takes no block arguments}}
+"builtin.module"() ({
+^bb0(%a: i32):
+  copy.kernel @k() {}
+}) : () -> ()
