@@ -1,6 +1,6 @@
 """copyir: write, check and run TPU-style DMA copy programs.
 
-The API (`parse`, `verify`, `to_text`, and later `lower` and `run`) loads
+The API (`parse`, `verify`, `lower`, `to_stream`, `to_text`, later `run`) loads
 on first use, so that importing the core IR pulls in no pass or backend.
 """
 
@@ -12,7 +12,16 @@ from copyir.errors import CopyIRError, Loc
 
 __version__ = "0.1.0"
 
-_API = ("parse", "verify", "to_text", "select_kernel", "kernels")
+_API = (
+    "parse",
+    "verify",
+    "lower",
+    "to_stream",
+    "to_text",
+    "dma_text",
+    "select_kernel",
+    "kernels",
+)
 
 __all__ = ["CopyIRError", "Loc", "__version__", *_API]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 
@@ -16,8 +18,14 @@ from copyir import errors
 from copyir.cpy_parser import parse_cpy
 from copyir.cpy_printer import print_cpy
 from copyir.dialects.copy import KernelOp, loc_of
+from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError, Loc
 from copyir.mlir import parse_mlir, print_mlir
+
+if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
+
+    from copyir.stream import Stream
 
 FORMATS = ("cpy", "mlir")
 
@@ -91,6 +99,73 @@ def _module_loc(module: ModuleOp) -> Loc | None:
     return loc_of(module.location)
 
 
+def pipeline(spec: str | None = None, target: str = "default") -> list[ModulePass]:
+    """Passes from a `-p` spec (`pass-a,pass-b{opt=1}`), or the lowering.
+
+    A bad spec raises `PipelineError`, a usage error rather than a program's.
+    """
+    from xdsl.passes import PassPipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    from copyir.passes import LOWERING, PASSES
+    from copyir.passes.assign_addresses import AssignAddressesPass
+
+    if spec is None:
+        return [
+            AssignAddressesPass(target=target)
+            if name == "assign-addresses"
+            else PASSES[name]()()
+            for name in LOWERING
+        ]
+    try:
+        return list(PassPipeline.parse_spec(PASSES, spec).passes)
+    except (ValueError, ArgSpecParseError) as err:  # xDSL's own spec errors
+        raise PipelineError(str(err)) from None
+
+
+class PipelineError(Exception):
+    """A pass pipeline that cannot be parsed: a usage error."""
+
+
+def apply_passes(
+    module: ModuleOp,
+    passes: list[ModulePass],
+    observe: Callable[[str, ModulePass, ModuleOp], None] | None = None,
+) -> None:
+    """Run passes in order on a verified module; `observe(when, pass, module)`
+    sees the IR "before" and "after" each one."""
+    from copyir.mlir import context
+
+    with _gc_paused():
+        for module_pass in passes:
+            if observe is not None:
+                observe("before", module_pass, module)
+            module_pass.apply(context(), module)
+            if observe is not None:
+                observe("after", module_pass, module)
+
+
+def lower(
+    module: ModuleOp, kernel: str | None = None, target: str = "default"
+) -> ProgramOp:
+    """The DMA program of a kernel: verify, then the default lowering.
+
+    The caller's module is left as it was.
+    """
+    verify(module)
+    chosen = select_kernel(module, kernel)
+    single = ModuleOp([chosen.clone()])
+    apply_passes(single, pipeline(None, target))
+    return single.ops.first
+
+
+def to_stream(program: ProgramOp) -> Stream:
+    """The DMA program as tables (see `copyir.stream`)."""
+    from copyir.stream import from_program
+
+    return from_program(program)
+
+
 def to_text(
     module: ModuleOp, format: str = "cpy", debuginfo: bool | None = None
 ) -> str:
@@ -103,3 +178,10 @@ def to_text(
     if format == "mlir":
         return print_mlir(module, debuginfo=debuginfo is not False)
     return print_cpy(module, debuginfo=bool(debuginfo))
+
+
+def dma_text(program: ProgramOp, origins: bool = True) -> str:
+    """The `.dma` text of a DMA program, origins as trailing comments."""
+    from copyir.stream import print_dma
+
+    return print_dma(program, origins)

@@ -1,18 +1,20 @@
-"""The `copyir` command line: `copyir verify` (and, as they land, opt, lower, run).
+"""The `copyir` command line: verify, opt and lower (and, as it lands, run).
 
-Exit status: 0 when every program is valid, 1 when one is invalid (with a
-located diagnostic), 2 for a usage error or an unreadable file, 3 for an
-internal error, which is always a bug in copyir.
+Exit status: 0 on success, 1 when a program is invalid (with a located
+diagnostic), 2 for a usage error or an unreadable file, 3 for an internal
+error, which is always a bug in copyir.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
 
 import copyir
+from copyir.api import PipelineError
 from copyir.diagnostics import format_error
 from copyir.errors import CopyIRError
 from copyir.expectations import check, expectations, split_chunks
@@ -30,7 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (UsageError, UnreadableInput) as err:
+    except CopyIRError as err:
+        print(format_error(err, getattr(args, "sources", {})), file=sys.stderr)
+        return EXIT_INVALID
+    except (UsageError, UnreadableInput, PipelineError) as err:
         print(f"copyir: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -47,16 +52,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+# -- arguments ----------------------------------------------------------------
+
+
 def _argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="copyir",
-        description="Write, check and run TPU-style DMA copy programs.",
+        description="Write, check, lower and run TPU-style DMA copy programs.",
     )
     parser.add_argument(
         "--version", action="version", version=f"copyir {copyir.__version__}"
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _verify_parser(commands)
+    _opt_parser(commands)
+    _lower_parser(commands)
+    return parser
 
+
+def _verify_parser(commands) -> None:
     verify = commands.add_parser(
         "verify",
         help="check programs and report the first error of each",
@@ -65,18 +79,7 @@ def _argument_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("files", nargs="+", metavar="FILE", help="`-` reads stdin")
     _add_input_options(verify)
-    verify.add_argument(
-        "--emit",
-        choices=("cpy", "mlir"),
-        help="print each valid program in the authoring syntax or as MLIR",
-    )
-    verify.add_argument(
-        "--debuginfo",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="print loc(...) on every op (default: on for mlir, off for cpy)",
-    )
-    verify.add_argument("-o", "--output", help="write the --emit output here")
+    _add_emit_options(verify)
     verify.add_argument(
         "--verify-diagnostics",
         action="store_true",
@@ -88,16 +91,93 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="check each part between `# -----` lines on its own",
     )
     verify.set_defaults(run=_verify)
-    return parser
+
+
+def _opt_parser(commands) -> None:
+    opt = commands.add_parser(
+        "opt",
+        help="run passes and print the IR (like xdsl-opt and mlir-opt)",
+        description="Verify a program, run a pass pipeline on it, and print the "
+        "result. Without -p, runs the lowering that `copyir lower` runs.",
+    )
+    opt.add_argument("file", nargs="?", metavar="FILE", help="`-` reads stdin")
+    opt.add_argument(
+        "-p",
+        "--passes",
+        metavar="PIPELINE",
+        help="passes to run, such as `expand-pytree-copies,assign-addresses"
+        "{target=small}`",
+    )
+    opt.add_argument(
+        "--list-passes", action="store_true", help="list the passes and exit"
+    )
+    opt.add_argument("--print-ir-before-all", action="store_true")
+    opt.add_argument("--print-ir-after-all", action="store_true")
+    _add_input_options(opt)
+    _add_target_option(opt)
+    _add_emit_options(opt, default="mlir")
+    opt.set_defaults(run=_opt)
+
+
+def _lower_parser(commands) -> None:
+    lower = commands.add_parser(
+        "lower",
+        help="lower a program to its DMA instruction stream",
+        description="Verify a kernel and lower it to the flat DMA stream: text "
+        "(.dma, origins as trailing comments) or binary (.npz).",
+    )
+    lower.add_argument("file", metavar="FILE", help="`-` reads stdin")
+    lower.add_argument("-o", "--output", help="write the stream here (default: stdout)")
+    lower.add_argument(
+        "--format",
+        choices=("text", "npz"),
+        help="the stream's form (default: npz for a .npz output, else text)",
+    )
+    lower.add_argument(
+        "--no-origins",
+        action="store_true",
+        help="leave out the trailing origin comments of the text form",
+    )
+    _add_input_options(lower)
+    _add_target_option(lower)
+    lower.set_defaults(run=_lower)
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel", metavar="NAME", help="use this kernel of the file")
     parser.add_argument(
-        "--format",
+        "--input-format",
         choices=("cpy", "mlir"),
         help="input syntax (default: from the file name; stdin is cpy)",
     )
+
+
+def _add_target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        default="default",
+        metavar="NAME",
+        help="memory capacities and alignments: default, small, or a .toml file",
+    )
+
+
+def _add_emit_options(parser: argparse.ArgumentParser, default=None) -> None:
+    parser.add_argument(
+        "--emit",
+        choices=("cpy", "mlir"),
+        default=default,
+        help="print the IR in the authoring syntax or as MLIR",
+    )
+    parser.add_argument(
+        "--debuginfo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print loc(...) on every op (default: on for mlir, off for cpy)",
+    )
+    parser.add_argument("-o", "--output", help="write the printed IR here")
+
+
+# -- commands -----------------------------------------------------------------
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -116,7 +196,7 @@ def _verify(args: argparse.Namespace) -> int:
             status = EXIT_INVALID
             continue
         for chunk in split_chunks(text, args.split_input_file):
-            module, error = _load(chunk.text, name, args)
+            module, error = _checked(chunk.text, name, args)
             if args.verify_diagnostics:
                 problems = check(error, expectations(chunk.text))
                 for problem in problems:
@@ -128,25 +208,84 @@ def _verify(args: argparse.Namespace) -> int:
             elif args.emit:
                 emitted.append(copyir.to_text(module, args.emit, args.debuginfo))
     separator = "// -----\n" if args.emit == "mlir" else "# -----\n"
-    output = separator.join(emitted)
-    if args.output:
-        write_atomic(args.output, output)
-    elif output:
-        sys.stdout.write(output)
+    _write(args.output, separator.join(emitted))
     return status
 
 
-def _load(text: str, name: str, args: argparse.Namespace):
+def _opt(args: argparse.Namespace) -> int:
+    from copyir.passes import PASSES, description
+
+    if args.list_passes:
+        width = max(map(len, PASSES))
+        for name in PASSES:
+            print(f"{name:<{width}}  {description(name)}")
+        return EXIT_OK
+    if args.file is None:
+        raise UsageError("opt needs a FILE (or --list-passes)")
+    _refuse_overwriting_inputs(args.output, [args.file])
+    passes = copyir.api.pipeline(args.passes, args.target)
+    module = _load(args.file, args)
+    emit = args.emit
+
+    def observe(when: str, module_pass, ir) -> None:
+        if (when == "before" and args.print_ir_before_all) or (
+            when == "after" and args.print_ir_after_all
+        ):
+            title = f"IR Dump {when.capitalize()} {module_pass.name}"
+            print(f"// -----// {title} //----- //", file=sys.stderr)
+            print(copyir.to_text(ir, emit, args.debuginfo), file=sys.stderr)
+
+    copyir.api.apply_passes(module, passes, observe)
+    _write(args.output, copyir.to_text(module, emit, args.debuginfo))
+    return EXIT_OK
+
+
+def _lower(args: argparse.Namespace) -> int:
+    from copyir.stream import save_npz
+
+    _refuse_overwriting_inputs(args.output, [args.file])
+    form = args.format or (
+        "npz" if args.output and args.output.endswith(".npz") else "text"
+    )
+    if form == "npz" and not args.output:
+        raise UsageError("the npz form needs -o FILE")
+    module = _load(args.file, args, verify=False)  # lower verifies
+    program = copyir.lower(module, args.kernel, args.target)
+    if form == "text":
+        _write(args.output, copyir.dma_text(program, origins=not args.no_origins))
+        return EXIT_OK
+    data = io.BytesIO()
+    save_npz(copyir.to_stream(program), data)
+    write_atomic(args.output, data.getvalue())
+    return EXIT_OK
+
+
+# -- helpers ------------------------------------------------------------------
+
+
+def _load(path: str, args: argparse.Namespace, verify: bool = True):
+    """Read and parse one program, and verify it unless the caller will;
+    errors propagate, located."""
+    text, name = read_source(path)
+    args.sources = {name: text}
+    module, error = _checked(text, name, args, verify)
+    if error is not None:
+        raise error
+    return module
+
+
+def _checked(text: str, name: str, args: argparse.Namespace, verify: bool = True):
     """Parse and verify one program: (module, None) or (None, its error)."""
     try:
-        module = copyir.parse(text, filename=name, format=args.format)
+        module = copyir.parse(text, filename=name, format=args.input_format)
         if args.kernel is not None:
             kernel = copyir.select_kernel(module, args.kernel)
             for other in list(module.ops):
                 if other is not kernel:
                     other.detach()
                     other.erase()
-        copyir.verify(module)
+        if verify:
+            copyir.verify(module)
     except CopyIRError as err:
         return None, err
     return module, None
@@ -154,6 +293,13 @@ def _load(text: str, name: str, args: argparse.Namespace):
 
 def _report(err: CopyIRError, sources: dict[str, str]) -> None:
     print(format_error(err, sources), file=sys.stderr)
+
+
+def _write(output: str | None, text: str) -> None:
+    if output:
+        write_atomic(output, text)
+    elif text:
+        sys.stdout.write(text)
 
 
 def _refuse_overwriting_inputs(output: str | None, inputs: Sequence[str]) -> None:

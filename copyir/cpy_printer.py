@@ -31,6 +31,7 @@ from copyir.dialects.copy import (
     ViewOp,
     describe_type,
 )
+from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -55,8 +56,18 @@ _INLINE = (ViewOp, SemIndexOp)
 
 
 def print_cpy(module: ModuleOp, debuginfo: bool = False) -> str:
-    """The module in the authoring syntax; kernels separated by a blank line."""
-    return "\n".join(_KernelPrinter(k, debuginfo).text() for k in module.ops)
+    """The module in the authoring syntax; kernels separated by a blank line.
+
+    A kernel already lowered to a DMA program prints as its `.dma` text.
+    """
+    from copyir.stream import print_dma
+
+    return "\n".join(
+        print_dma(op)
+        if isinstance(op, ProgramOp)
+        else _KernelPrinter(op, debuginfo).text()
+        for op in module.ops
+    )
 
 
 def location_suffix(location: Attribute) -> str:

@@ -153,3 +153,10 @@ DUPLICATE_PARAM = "Kernel parameter {name} is defined twice"
 NOT_IN_KERNEL = "{op} cannot appear inside a kernel"
 NUMBER_TOO_LONG = "Number literal is too long"
 MALFORMED_LOCATION = "Malformed location: {why}"
+
+# Lowering.
+DOES_NOT_FIT = (
+    "{name} needs {size} bytes of {space}, but only {free} of its {capacity} "
+    "bytes are free in target {target}"
+)
+NEEDS_PASS = "{pass_name} needs {before} to have run first: {why}"

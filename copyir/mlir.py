@@ -29,6 +29,7 @@ from xdsl.utils.lexer import Span
 
 from copyir import errors
 from copyir.dialects.copy import Copy, loc_of, set_name
+from copyir.dialects.dma import Dma
 from copyir.errors import CopyIRError, Loc
 
 
@@ -38,6 +39,7 @@ def context() -> Context:
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Copy)
+    ctx.load_dialect(Dma)
     return ctx
 
 

@@ -22,8 +22,10 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     FileLineColLoc,
+    FusedLoc,
     IntAttr,
     IntegerAttr,
+    NameLoc,
     StringAttr,
     UnitAttr,
     i32,
@@ -354,8 +356,14 @@ def loc_of(location: Attribute) -> Loc | None:
     """The file, line and column of an xDSL location, if it has usable ones.
 
     Only a `file:line:col` location with a file name and a line and column
-    from 1 up can point a user at a line; parsers replace any other.
+    from 1 up can point a user at a line; parsers replace any other. A
+    named location (a lowering's note, such as the pytree leaf a DMA came
+    from) is looked through to the position it names.
     """
+    if isinstance(location, NameLoc):
+        return loc_of(location.location)
+    if isinstance(location, FusedLoc):
+        return next(filter(None, map(loc_of, location.locations)), None)
     if isinstance(location, FileLineColLoc):
         file, line, col = (
             location.filename.data,
@@ -365,6 +373,18 @@ def loc_of(location: Attribute) -> Loc | None:
         if file and line >= 1 and col >= 1:
             return Loc(file, line, col)
     return None
+
+
+def detail_of(location: Attribute) -> str:
+    """The note a lowering attached to a location (`leaf ['w'][1]`), or ''."""
+    if isinstance(location, NameLoc):
+        return location.desc.data
+    return ""
+
+
+def with_detail(location: Attribute, detail: str) -> Attribute:
+    """The location with a note on where inside the statement an op came from."""
+    return NameLoc(StringAttr(detail), location)
 
 
 def describe_type(type: Attribute) -> str:
@@ -540,22 +560,21 @@ class KernelOp(IRDLOperation):
             return arg
 
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_param)
+        attributes = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region(args)
-        if not region.blocks:  # `{}`: an empty body still holds the parameters
-            block = Block(arg_types=[arg.type for arg in args])
-            for value, arg in zip(block.args, args, strict=True):
-                name = arg.name.text[1:]
-                set_name(value, name if SSAValue.is_valid_name(name) else None)
-                value.location = arg.location
-            region.add_block(block)
-        return cls.build(properties={"sym_name": StringAttr(name)}, regions=[region])
+        kernel = cls.build(properties={"sym_name": StringAttr(name)}, regions=[region])
+        if attributes is not None:
+            kernel.attributes |= attributes.data
+        return kernel
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
         printer.print_string("(")
         printer.print_list(self.body.block.args, printer.print_block_argument)
-        printer.print_string(") ")
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
         printer.print_region(
             self.body, print_entry_block_args=False, print_empty_block=False
         )

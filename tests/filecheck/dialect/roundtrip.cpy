@@ -1,5 +1,5 @@
 # RUN: copyir verify --emit cpy %s | filecheck %s
-# RUN: copyir verify --emit mlir %s | copyir verify --format mlir --emit cpy - | filecheck %s
+# RUN: copyir verify --emit mlir %s | copyir verify --input-format mlir --emit cpy - | filecheck %s
 
 # Every statement of the authoring syntax prints back as written (comments
 # aside), and survives a trip through the MLIR form.

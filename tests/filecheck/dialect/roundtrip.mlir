@@ -1,5 +1,5 @@
 // RUN: copyir verify --emit mlir %s | filecheck %s
-// RUN: copyir verify --emit mlir %s | copyir verify --format mlir --emit mlir - | filecheck %s
+// RUN: copyir verify --emit mlir %s | copyir verify --input-format mlir --emit mlir - | filecheck %s
 // RUN: copyir verify --emit cpy %s | copyir verify --emit mlir - | filecheck %s --check-prefix=NOLOC
 
 // The custom MLIR syntax of every op of the copy dialect, and its generic

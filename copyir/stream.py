@@ -1,0 +1,427 @@
+"""The DMA stream as data: numpy tables, and its text and binary files.
+
+A `dma.program` (see `copyir.dialects.dma`) is the stream as IR. `Stream`
+holds the same program as tables, which is what the interpreter executes
+and what the binary form stores: one row per buffer and one row per
+instruction, with shapes and strides padded to the stream's largest rank.
+
+The text form (`.dma`) is the MLIR form of the dma dialect with each
+instruction's origin as a trailing comment, `// prog.cpy:22:3 block (7, 2)
+slot 0`; reading it back turns the comments into locations again, so the
+text round-trips with its origins. The binary form (`.npz`) holds the tables
+as numpy arrays, for streams too large to read as text quickly.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region
+from xdsl.printer import Printer
+
+from copyir.dialects import dma
+from copyir.dialects.copy import (
+    detail_of,
+    i64_array,
+    int_values,
+    loc_of,
+    with_detail,
+)
+from copyir.dtypes import BY_IR, BY_NAME, DTYPES
+from copyir.errors import CopyIRError, Loc
+
+SPACES = ("hbm", "vmem", "smem")
+START, WAIT = 0, 1
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer of the program: a parameter (bound by name) or scratch."""
+
+    name: str
+    space: str
+    address: int
+    dtype: str
+    shape: tuple[int, ...]
+    param: bool
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * BY_NAME[self.dtype].itemsize
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an instruction came from: a source position and a note."""
+
+    loc: Loc | None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        where = str(self.loc) if self.loc is not None else "?"
+        return f"{where} {self.detail}".rstrip()
+
+
+def instruction_dtype(rank: int) -> np.dtype:
+    """One row of the instruction table; shapes are padded to `rank`."""
+    vector = ("<i8", (rank,))
+    return np.dtype(
+        [
+            ("op", "u1"),
+            ("sem", "<i8"),
+            ("bytes", "<i8"),
+            ("src_space", "u1"),
+            ("src_address", "<i8"),
+            ("dst_space", "u1"),
+            ("dst_address", "<i8"),
+            ("dtype", "u1"),
+            ("rank", "u1"),
+            ("shape", *vector),
+            ("src_strides", *vector),
+            ("dst_strides", *vector),
+            ("add", "?"),
+            ("priority", "u1"),
+            ("origin", "<i4"),
+        ]
+    )
+
+
+@dataclass
+class Stream:
+    """A DMA program as tables: the interpreter's input and the binary form."""
+
+    kernel: str
+    target: str
+    semaphores: int
+    buffers: list[Buffer]
+    instructions: np.ndarray
+    origins: list[Origin] = field(default_factory=list)
+
+    @property
+    def rank(self) -> int:
+        return self.instructions.dtype["shape"].shape[0]
+
+    def origin(self, index: int) -> Origin:
+        """The origin of instruction `index`."""
+        position = int(self.instructions["origin"][index])
+        return self.origins[position] if position >= 0 else Origin(None)
+
+    def validate(self, name: str = "<input>") -> None:
+        """Check that every code and index in the tables is in range, so that
+        a stream from a file cannot send the interpreter out of its tables."""
+        table = self.instructions
+        problems = []
+        if self.semaphores < 0:
+            problems.append("a negative semaphore count")
+        for buffer in self.buffers:
+            if buffer.space not in SPACES or buffer.dtype not in BY_NAME:
+                problems.append(f"buffer {buffer.name} has an unknown space or dtype")
+            if buffer.address < 0 or any(d < 1 for d in buffer.shape):
+                problems.append(f"buffer {buffer.name} has a bad address or shape")
+        checks = {
+            "an unknown instruction": table["op"] > WAIT,
+            "a semaphore id out of range": (table["sem"] < 0)
+            | (table["sem"] >= self.semaphores),
+            "a negative byte count": table["bytes"] < 0,
+            "an origin out of range": (table["origin"] < -1)
+            | (table["origin"] >= len(self.origins)),
+        }
+        starts = table[table["op"] == START]
+        checks["an unknown memory space"] = np.zeros(len(table), bool)
+        bad_start = (
+            (starts["src_space"] >= len(SPACES))
+            | (starts["dst_space"] >= len(SPACES))
+            | (starts["dtype"] >= len(DTYPES))
+            | (starts["rank"] > self.rank)
+            | (starts["priority"] > 1)
+        )
+        problems += [what for what, bad in checks.items() if bad.any()]
+        if bad_start.any():
+            problems.append("a start with an out-of-range field")
+        if problems:
+            raise CopyIRError(
+                f"Cannot read DMA stream {name}: {problems[0]}", Loc(name, 1, 1)
+            )
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Stream)
+            and (self.kernel, self.target, self.semaphores, self.buffers, self.origins)
+            == (
+                other.kernel,
+                other.target,
+                other.semaphores,
+                other.buffers,
+                other.origins,
+            )
+            and self.instructions.dtype == other.instructions.dtype
+            and np.array_equal(self.instructions, other.instructions)
+        )
+
+
+# -- IR <-> tables ------------------------------------------------------------
+
+
+def from_program(program: dma.ProgramOp) -> Stream:
+    """The tables of a `dma.program`."""
+    ops = list(program.body.block.ops)
+    instructions = [op for op in ops if isinstance(op, dma.StartOp | dma.WaitOp)]
+    rank = max(
+        (len(op.shape) for op in instructions if isinstance(op, dma.StartOp)),
+        default=1,
+    )
+    table = np.zeros(len(instructions), dtype=instruction_dtype(max(rank, 1)))
+    origins: dict[Origin, int] = {}
+    dtype_codes = {d.ir: i for i, d in enumerate(DTYPES)}
+    for row, op in enumerate(instructions):
+        entry = table[row]
+        origin = Origin(loc_of(op.location), detail_of(op.location))
+        entry["origin"] = origins.setdefault(origin, len(origins))
+        entry["sem"] = op.sem.value.data
+        if isinstance(op, dma.WaitOp):
+            entry["op"] = WAIT
+            entry["bytes"] = op.bytes.value.data
+            continue
+        shape = int_values(op.shape)
+        dtype = dtype_codes[op.element_type]
+        entry["op"] = START
+        entry["dtype"] = dtype
+        entry["rank"] = len(shape)
+        entry["bytes"] = int(np.prod(shape, dtype=np.int64)) * DTYPES[dtype].itemsize
+        entry["src_space"] = SPACES.index(op.src_space.data)
+        entry["src_address"] = op.src_address.value.data
+        entry["dst_space"] = SPACES.index(op.dst_space.data)
+        entry["dst_address"] = op.dst_address.value.data
+        entry["shape"][: len(shape)] = shape
+        entry["src_strides"][: len(shape)] = int_values(op.src_strides)
+        entry["dst_strides"][: len(shape)] = int_values(op.dst_strides)
+        entry["add"] = op.add is not None
+        entry["priority"] = op.priority.value.data if op.priority is not None else 0
+    buffers = [
+        Buffer(
+            op.buffer_name.data,
+            op.space.data,
+            op.address.value.data,
+            BY_IR[op.element_type].name,
+            int_values(op.shape),
+            op.param is not None,
+        )
+        for op in ops
+        if isinstance(op, dma.BufferOp)
+    ]
+    return Stream(
+        program.sym_name.data,
+        program.target.data,
+        program.semaphores.value.data,
+        buffers,
+        table,
+        list(origins),
+    )
+
+
+def to_program(stream: Stream) -> dma.ProgramOp:
+    """The `dma.program` of a stream's tables (the inverse of `from_program`)."""
+    ops = []
+    for buffer in stream.buffers:
+        properties = {
+            "buffer_name": StringAttr(buffer.name),
+            "space": StringAttr(buffer.space),
+            "address": IntegerAttr(buffer.address, i64),
+            "element_type": BY_NAME[buffer.dtype].ir,
+            "shape": i64_array(buffer.shape),
+        }
+        if buffer.param:
+            properties["param"] = UnitAttr()
+        ops.append(dma.BufferOp.create(properties=properties))
+    locations = [_location(origin) for origin in stream.origins]
+    for row in range(len(stream.instructions)):
+        entry = stream.instructions[row]
+        origin = int(entry["origin"])
+        location = locations[origin] if origin >= 0 else None
+        sem = IntegerAttr(int(entry["sem"]), i64)
+        if entry["op"] == WAIT:
+            properties = {"sem": sem, "bytes": IntegerAttr(int(entry["bytes"]), i64)}
+            ops.append(dma.WaitOp.create(properties=properties, location=location))
+            continue
+        rank = int(entry["rank"])
+        properties = {
+            "src_space": StringAttr(SPACES[entry["src_space"]]),
+            "src_address": IntegerAttr(int(entry["src_address"]), i64),
+            "src_strides": i64_array(
+                tuple(int(x) for x in entry["src_strides"][:rank])
+            ),
+            "dst_space": StringAttr(SPACES[entry["dst_space"]]),
+            "dst_address": IntegerAttr(int(entry["dst_address"]), i64),
+            "dst_strides": i64_array(
+                tuple(int(x) for x in entry["dst_strides"][:rank])
+            ),
+            "element_type": DTYPES[entry["dtype"]].ir,
+            "shape": i64_array(tuple(int(x) for x in entry["shape"][:rank])),
+            "sem": sem,
+        }
+        if entry["add"]:
+            properties["add"] = UnitAttr()
+        if entry["priority"]:
+            properties["priority"] = IntegerAttr(int(entry["priority"]), i64)
+        ops.append(dma.StartOp.create(properties=properties, location=location))
+    return dma.ProgramOp(
+        stream.kernel, stream.target, stream.semaphores, Region(Block(ops))
+    )
+
+
+def _location(origin: Origin) -> Attribute | None:
+    if origin.loc is None:
+        return None
+    location = FileLineColLoc(
+        StringAttr(origin.loc.file), IntAttr(origin.loc.line), IntAttr(origin.loc.col)
+    )
+    return with_detail(location, origin.detail) if origin.detail else location
+
+
+# -- text ---------------------------------------------------------------------
+
+_ORIGIN = re.compile(
+    r"//\s*(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)(?: (?P<detail>.*))?$"
+)
+
+
+def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
+    """The `.dma` text: one line per buffer and instruction, origins trailing."""
+    out = io.StringIO()
+    printer = Printer(stream=out)
+    out.write(
+        f"// copyir DMA stream: kernel {program.sym_name.data}, "
+        f"target {program.target.data}\n"
+    )
+    out.write(
+        f'dma.program "{program.sym_name.data}" target "{program.target.data}" '
+        f"semaphores {program.semaphores.value.data} {{\n"
+    )
+    for op in program.body.block.ops:
+        line = io.StringIO()
+        printer.stream = line
+        printer.print_op(op)
+        text = line.getvalue()
+        out.write("  " + text)
+        loc = loc_of(op.location)
+        if origins and loc is not None and not isinstance(op, dma.BufferOp):
+            detail = detail_of(op.location)
+            out.write(f"  // {loc}{' ' + detail if detail else ''}")
+        out.write("\n")
+    out.write("}\n")
+    return out.getvalue()
+
+
+def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
+    """Read the `.dma` text; trailing `// file:line:col note` comments become
+    the instructions' locations again."""
+    from copyir.mlir import parse_mlir
+
+    module: ModuleOp = parse_mlir(text, filename)
+    programs = [op for op in module.ops if isinstance(op, dma.ProgramOp)]
+    if len(programs) != 1 or len(list(module.ops)) != 1:
+        raise CopyIRError(
+            "A .dma file holds exactly one dma.program", Loc(filename, 1, 1)
+        )
+    program = programs[0]
+    lines = text.splitlines()
+    for op in program.body.block.ops:
+        loc = loc_of(op.location)
+        if loc is None or loc.file != filename or not 1 <= loc.line <= len(lines):
+            continue
+        line = lines[loc.line - 1]
+        comment = line.find("//")
+        if comment < 0:
+            continue
+        match = _ORIGIN.match(line[comment:])
+        if match is None:
+            continue
+        location = FileLineColLoc(
+            StringAttr(match["file"]),
+            IntAttr(int(match["line"])),
+            IntAttr(int(match["col"])),
+        )
+        op.location = (
+            with_detail(location, match["detail"]) if match["detail"] else location
+        )
+    program.detach()
+    return program
+
+
+# -- binary -------------------------------------------------------------------
+
+
+def save_npz(stream: Stream, file) -> None:
+    """The binary form: the tables as numpy arrays in one `.npz`."""
+    meta = {
+        "format": "copyir-dma",
+        "version": FORMAT_VERSION,
+        "kernel": stream.kernel,
+        "target": stream.target,
+        "semaphores": stream.semaphores,
+        "buffers": [
+            [b.name, b.space, b.address, b.dtype, list(b.shape), b.param]
+            for b in stream.buffers
+        ],
+        "origins": [
+            [o.loc.file, o.loc.line, o.loc.col, o.detail]
+            if o.loc
+            else [None, 0, 0, o.detail]
+            for o in stream.origins
+        ],
+    }
+    np.savez_compressed(
+        file,
+        meta=np.array(json.dumps(meta)),
+        instructions=stream.instructions,
+    )
+
+
+def load_npz(file, name: str = "<input>") -> Stream:
+    """A stream from its binary form; anything malformed is one located error."""
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            instructions = data["instructions"]
+        if meta.get("format") != "copyir-dma" or meta.get("version") != FORMAT_VERSION:
+            raise ValueError("not a copyir DMA stream of this version")
+        buffers = [
+            Buffer(n, s, int(a), d, tuple(int(x) for x in shape), bool(p))
+            for n, s, a, d, shape, p in meta["buffers"]
+        ]
+        origins = [
+            Origin(Loc(f, int(line), int(col)) if f is not None else None, detail)
+            for f, line, col, detail in meta["origins"]
+        ]
+        rank = instructions.dtype["shape"].shape[0]
+        if instructions.dtype != instruction_dtype(rank):
+            raise ValueError("unexpected instruction table layout")
+        stream = Stream(
+            str(meta["kernel"]),
+            str(meta["target"]),
+            int(meta["semaphores"]),
+            buffers,
+            instructions,
+            origins,
+        )
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as err:
+        raise CopyIRError(
+            f"Cannot read DMA stream {name}: {err}", Loc(name, 1, 1)
+        ) from None
+    stream.validate(name)
+    return stream
