@@ -30,6 +30,7 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     describe_type,
+    detail_of,
 )
 from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError
@@ -96,9 +97,12 @@ class _KernelPrinter:
             for arg in kernel.params
         )
         lines = [f"kernel {kernel.kernel_name}({params}){self.loc(kernel.location)} {{"]
+        if "param_addresses" in kernel.attributes:
+            lines.append(f"  # {_layout_note(kernel)}")
         for op in ops:
             if op not in self.inline:
-                lines.append(f"  {self.statement(op)}{self.loc(op.location)}")
+                note = _address_note(op)
+                lines.append(f"  {self.statement(op)}{self.loc(op.location)}{note}")
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -187,6 +191,29 @@ class _KernelPrinter:
         if op.priority is not None:
             options += f", priority={op.priority_value}"
         return f"{head} {src} -> {dst}, {sem}{options}"
+
+
+def _address_note(op: Operation) -> str:
+    """A comment on what the passes decided: where a buffer lives, which id a
+    semaphore has, which pytree leaf or block a DMA came from."""
+    if "address" in op.attributes and isinstance(op, AllocOp):
+        space = op.result.type.space_name
+        return f"  # {space}+{op.attributes['address'].value.data}"
+    if "sem_id" in op.attributes:
+        return f"  # sem {op.attributes['sem_id'].value.data}"
+    if detail := detail_of(op.location):
+        return f"  # {detail}"
+    return ""
+
+
+def _layout_note(kernel: KernelOp) -> str:
+    addresses = kernel.attributes["param_addresses"].get_values()
+    places = ", ".join(
+        f"{name} at hbm+{address}"
+        for name, address in zip(kernel.param_names, addresses, strict=False)
+    )
+    target = kernel.attributes.get("target")
+    return f"target {target.data if target else '?'}: {places}"
 
 
 def buffered_ref_text(type: BufferedRefType) -> str:
