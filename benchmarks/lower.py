@@ -74,14 +74,20 @@ def main() -> None:
 
     for name, seconds in stages:
         print(f"  {name:<22} {seconds:7.3f} s")
-    print(f"end to end (parse to tables): {total:.3f} s, "
-          f"{n / total:,.0f} buffered_copy statements/s "
-          f"(target >= 2,000: {'met' if n / total >= 2000 else 'NOT met'})")
-    print(f"baseline, parse + verify alone: {baseline:.3f} s "
-          f"({baseline / total:.2f} of the end-to-end time)")
-    print(f"stream: {len(stream.instructions):,} instructions "
-          f"({(stream.instructions['op'] == 0).sum():,} starts), "
-          f"{len(stream.buffers)} buffers, {stream.semaphores:,} semaphores")
+    print(
+        f"end to end (parse to tables): {total:.3f} s, "
+        f"{n / total:,.0f} buffered_copy statements/s "
+        f"(target >= 2,000: {'met' if n / total >= 2000 else 'NOT met'})"
+    )
+    print(
+        f"baseline, parse + verify alone: {baseline:.3f} s "
+        f"({baseline / total:.2f} of the end-to-end time)"
+    )
+    print(
+        f"stream: {len(stream.instructions):,} instructions "
+        f"({(stream.instructions['op'] == 0).sum():,} starts), "
+        f"{len(stream.buffers)} buffers, {stream.semaphores:,} semaphores"
+    )
     print(f"  text: {len(dma_text.encode()):,} bytes, written in {text_seconds:.3f} s")
     print(f"  npz:  {len(binary.getvalue()):,} bytes, written in {npz_seconds:.3f} s")
 

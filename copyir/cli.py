@@ -223,6 +223,7 @@ def _opt(args: argparse.Namespace) -> int:
     if args.file is None:
         raise UsageError("opt needs a FILE (or --list-passes)")
     _refuse_overwriting_inputs(args.output, [args.file])
+    _check_target(args.target)
     passes = copyir.api.pipeline(args.passes, args.target)
     module = _load(args.file, args)
     emit = args.emit
@@ -249,6 +250,7 @@ def _lower(args: argparse.Namespace) -> int:
     )
     if form == "npz" and not args.output:
         raise UsageError("the npz form needs -o FILE")
+    _check_target(args.target)
     module = _load(args.file, args, verify=False)  # lower verifies
     program = copyir.lower(module, args.kernel, args.target)
     if form == "text":
@@ -272,6 +274,16 @@ def _load(path: str, args: argparse.Namespace, verify: bool = True):
     if error is not None:
         raise error
     return module
+
+
+def _check_target(name: str) -> None:
+    """A target that cannot be had is a usage error, found before any work."""
+    from copyir.target import get_target
+
+    try:
+        get_target(name)
+    except CopyIRError as err:
+        raise UsageError(str(err)) from None
 
 
 def _checked(text: str, name: str, args: argparse.Namespace, verify: bool = True):

@@ -1,7 +1,8 @@
 """convert-copy-to-dma: lower an address-assigned copy kernel to a DMA program.
 
 Each kernel becomes a `dma.program`: a `dma.buffer` per parameter and per
-scratch buffer, then a `dma.start` or `dma.wait` per DMA in program order.
+scratch buffer, all at the top, then a `dma.start` or `dma.wait` per DMA in
+program order.
 Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
 elements (row-major strides of the buffer, with indexed dimensions dropped).
@@ -60,6 +61,7 @@ class _Lowering:
         self.kernel = kernel
         self.buffers: dict[SSAValue, tuple[str, int]] = {}
         self.sems: dict[SSAValue, int] = {}
+        self.declarations: list[Operation] = []
         self.ops: list[Operation] = []
         self.semaphores = 0
 
@@ -82,9 +84,8 @@ class _Lowering:
         for op in kernel.body.block.ops:
             self.lower(op)
         target = kernel.attributes[TARGET].data
-        return dma.ProgramOp(
-            kernel.kernel_name, target, self.semaphores, Region(Block(self.ops))
-        )
+        body = Block([*self.declarations, *self.ops])
+        return dma.ProgramOp(kernel.kernel_name, target, self.semaphores, Region(body))
 
     def buffer(
         self, value: SSAValue, name: str, space: str, address: int, param: bool
@@ -105,7 +106,9 @@ class _Lowering:
             if isinstance(value.owner, Operation)
             else (value.location)
         )
-        self.ops.append(dma.BufferOp.create(properties=properties, location=location))
+        self.declarations.append(
+            dma.BufferOp.create(properties=properties, location=location)
+        )
 
     def lower(self, op: Operation) -> None:
         if isinstance(op, AllocOp):

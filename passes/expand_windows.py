@@ -96,7 +96,7 @@ class AllocateWindow(RewritePattern):
         )
         set_name(window.results[0], op.result.name_hint)
         self.windows[op.result] = window.results[0]
-        rewriter.insert_op(window, InsertPoint.before(op))
+        rewriter.insert(window, InsertPoint.before(op))
 
 
 class ExpandBufferedCopy(RewritePattern):

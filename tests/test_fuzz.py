@@ -7,8 +7,9 @@ inserted and replaced; bytes deleted, inserted and replaced (non-ASCII and
 control characters included, decoded with errors="replace"); and structural
 changes (truncation, repeated, deleted and swapped lines, brackets nested
 5,000 deep, repeated token runs, very long tokens, explicit `loc(...)`
-annotations, splices of two files). Each mutant must either verify or fail
-with a `CopyIRError` located at a file, a line >= 1 and a column >= 1.
+annotations, splices of two files). Each mutant must either verify (and then
+lower to a DMA stream) or fail with a `CopyIRError` located at a file, a
+line >= 1 and a column >= 1.
 Anything else that escapes, any error without such a location, and any
 mutant that runs longer than `TIME_LIMIT`, is an internal error.
 
@@ -622,7 +623,10 @@ def outcome(name: str, text: str) -> tuple[str, Internal | None]:
 
 def _classify(name: str, text: str) -> tuple[str, Internal | None]:
     try:
-        copyir.verify(copyir.parse(text, filename=name))
+        module = copyir.parse(text, filename=name)
+        copyir.verify(module)
+        for kernel in copyir.kernels(module):  # valid programs lower, too
+            copyir.to_stream(copyir.lower(module, kernel.kernel_name))
     except CopyIRError as err:
         problem = _location_problem(err)
         if problem is None:
