@@ -160,3 +160,24 @@ DOES_NOT_FIT = (
     "bytes are free in target {target}"
 )
 NEEDS_PASS = "{pass_name} needs {before} to have run first: {why}"
+
+# Running a stream (the interpreter).
+RUN_OUT_OF_BOUNDS = "DMA {end} {region} is out of bounds: {why}"
+RUN_MISMATCHED_BUFFER = "DMA {end} moves {dtype} elements, but buffer {name} holds {held}"
+RUN_SELF_OVERLAP = "DMA source {src} and destination {dst} overlap"
+RUN_RACE = (
+    "Race: this DMA {action} {region} while the DMA started at {other} is in "
+    "flight and {their} it"
+)
+RUN_UNINITIALIZED = "DMA reads {region}, which nobody wrote (first unwritten: {first})"
+RUN_UNSATISFIABLE_WAIT = (
+    "Wait on semaphore {sem} needs {need} bytes, but at most {available} bytes "
+    "can still arrive"
+)
+RUN_LEFTOVERS = (
+    "The program ends with {count} DMA(s) in flight: never waited, or waited "
+    "for fewer bytes than they move"
+)
+RUN_UNKNOWN_INPUT = "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
+RUN_INPUT_MISMATCH = "Input {name} is {got}, but parameter {name} is {want}"
+RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"

@@ -1,0 +1,615 @@
+"""The checking interpreter: runs a DMA stream on numpy arenas.
+
+Compiling a stream does, once, all the work that needs no data. It follows
+the DMA protocol instruction by instruction: semaphores count bytes, and a
+DMA on semaphore s is finished at the first wait on s after it at which the
+bytes consumed by the waits on s reach the bytes of all DMAs started on s so
+far (DESIGN's rule). Until then the DMA is in flight, and nothing else may
+read or write its destination or write its source. Compiling reports, at
+the instruction that causes it:
+
+- an access out of bounds of every buffer;
+- a race, by that rule, whatever a completion order would happen to do,
+  naming both sites;
+- a read of memory nobody wrote (inputs and finished DMAs write);
+- a wait that no DMA in flight can satisfy (never a hang);
+- at the end, DMAs still in flight and semaphores not at zero.
+
+It also decides, for the completion mode, when each DMA moves its data:
+`eager` at its start, `on_wait` inside the wait that needs its bytes (as
+Pallas' interpret mode does), `random` at random moments of its in-flight
+window (seeded). A correct program gives the same result in every mode.
+Executing is then a loop over prepared numpy copies: no instruction is
+dispatched at run time.
+
+Memory is one arena per space, sized to what the program allocates, laid
+out as assign-addresses decided. An input parameter the program never
+writes is read in place (read-only) instead of being copied into HBM. Bytes
+nobody ever writes hold poison: every byte 0xFF, which is NaN in every float
+type, -1 in signed integers, the maximum in unsigned ones and True in bool.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from copyir import errors
+from copyir.dtypes import BY_NAME, DTYPES
+from copyir.errors import CopyIRError, Note
+from copyir.stream import SPACES, START, Buffer, Origin, Stream
+
+POISON = 0xFF
+MODES = ("random", "eager", "on_wait")
+
+
+# -- regions --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Box:
+    """One end of a DMA: a strided box of elements inside one buffer."""
+
+    buffer: int
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    lo: int
+    hi: int
+    slices: tuple[slice, ...] | None
+    """The box as a slice per buffer dimension, when its strides are the
+    buffer's own (always, for streams copyir lowers)."""
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
+def _decompose(
+    buffer: Buffer, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> tuple[slice, ...] | None:
+    """Per-dimension slices of the buffer that make up the box, if any."""
+    dims, buffer_strides = buffer.shape, _row_major(buffer.shape)
+    start = list(np.unravel_index(offset, dims)) if dims else []
+    stop = [i + 1 for i in start]
+    last = -1
+    for extent, stride in zip(shape, strides, strict=True):
+        if extent == 1:
+            continue
+        dim = next(
+            (d for d, s in enumerate(buffer_strides) if s == stride and dims[d] > 1),
+            None,
+        )
+        if dim is None or dim <= last or start[dim] + extent > dims[dim]:
+            return None  # not the buffer's own layout: handled element-wise
+        last = dim
+        stop[dim] = start[dim] + extent
+    return tuple(slice(int(a), int(b)) for a, b in zip(start, stop, strict=True))
+
+
+def _strided(flat: np.ndarray, box: Box) -> np.ndarray:
+    """The box as a view of a buffer's flat array of elements."""
+    item = flat.itemsize
+    return np.lib.stride_tricks.as_strided(
+        flat[box.offset :],
+        shape=box.shape,
+        strides=tuple(s * item for s in box.strides),
+        writeable=flat.flags.writeable,
+    )
+
+
+def _overlap(a: Box, b: Box, buffers: list[Buffer]) -> bool:
+    """Whether two boxes share an element (exactly, not by span alone)."""
+    if a.buffer != b.buffer or a.hi <= b.lo or b.hi <= a.lo:
+        return False
+    if a.slices is not None and b.slices is not None:
+        return all(
+            x.start < y.stop and y.start < x.stop
+            for x, y in zip(a.slices, b.slices, strict=True)
+        )
+    count = int(np.prod(buffers[a.buffer].shape, dtype=np.int64))
+    mask = np.zeros(count, dtype=bool)
+    _strided(mask, a)[...] = True
+    return bool(_strided(mask, b).any())
+
+
+class _Written:
+    """Which elements of one buffer hold written data."""
+
+    def __init__(self, buffer: Buffer):
+        self.buffer = buffer
+        self.full = False
+        self.mask: np.ndarray | None = None
+
+    def mark(self, box: Box) -> None:
+        if self.full:
+            return
+        if box.slices is not None and all(
+            s.start == 0 and s.stop == n
+            for s, n in zip(box.slices, self.buffer.shape, strict=True)
+        ):
+            self.full, self.mask = True, None
+            return
+        if self.mask is None:
+            self.mask = np.zeros(self.buffer.shape, dtype=bool)
+        self._view(box)[...] = True
+
+    def mark_all(self) -> None:
+        self.full, self.mask = True, None
+
+    @functools.cached_property
+    def count(self) -> int:
+        return int(np.prod(self.buffer.shape, dtype=np.int64))
+
+    def first_unwritten(self, box: Box) -> tuple[int, ...] | None:
+        """The buffer index of the box's first unwritten element, or None."""
+        if self.full:
+            return None
+        if self.mask is None:
+            return _index_of(self.buffer, box, ())
+        view = self._view(box)
+        if view.all():
+            return None
+        return _index_of(
+            self.buffer, box, np.unravel_index(np.argmin(view), view.shape)
+        )
+
+    def unwritten_flat(self) -> np.ndarray | None:
+        """The never-written elements as a flat mask (None when all are)."""
+        if self.full:
+            return np.zeros(self.count, dtype=bool)
+        if self.mask is None:
+            return None
+        return ~self.mask.reshape(-1)
+
+    def _view(self, box: Box) -> np.ndarray:
+        if box.slices is not None:
+            return self.mask[box.slices]
+        return _strided(self.mask.reshape(-1), box)
+
+
+def _index_of(buffer: Buffer, box: Box, local: tuple) -> tuple[int, ...]:
+    """The buffer index of an element given by its index inside a box."""
+    offset = box.offset + sum(
+        int(i) * s for i, s in zip(local, box.strides, strict=False)
+    )
+    return tuple(int(i) for i in np.unravel_index(offset, buffer.shape))
+
+
+# -- compiling: the protocol, followed once -------------------------------------
+
+
+@dataclass
+class _Dma:
+    index: int
+    sem: int
+    bytes: int
+    src: Box
+    dst: Box
+    add: bool
+    complete: bool = False
+
+
+@dataclass
+class _Semaphore:
+    started: int = 0
+    arrived: int = 0
+    consumed: int = 0
+    pending: list[_Dma] = field(default_factory=list)
+
+
+class _Compiler:
+    """Follows the protocol once: checks it, and schedules the data moves."""
+
+    def __init__(self, stream: Stream, provided: frozenset[str], mode: str, seed: int):
+        self.stream = stream
+        self.buffers = stream.buffers
+        self.mode = mode
+        self.rng = random.Random(seed)
+        self.by_space: dict[int, list[tuple[int, int]]] = {}
+        for i, buffer in enumerate(self.buffers):
+            space = SPACES.index(buffer.space)
+            self.by_space.setdefault(space, []).append((buffer.address, i))
+        for entries in self.by_space.values():
+            entries.sort()
+        self.written = [_Written(b) for b in self.buffers]
+        for i, buffer in enumerate(self.buffers):
+            if buffer.param and buffer.name in provided:
+                self.written[i].mark_all()
+        self.sems = [_Semaphore() for _ in range(stream.semaphores)]
+        self.in_flight: list[_Dma] = []
+        self.schedule: list[int] = []
+        self.dmas: dict[int, _Dma] = {}
+        self.writes = [False] * len(self.buffers)
+
+    # -- errors
+
+    def fail(self, index: int, message: str, notes: tuple[Note, ...] = ()):
+        origin = self.stream.origin(index)
+        if origin.detail:
+            message = f"{message} (at {origin.detail})"
+        return CopyIRError(message, origin.loc, notes)
+
+    def region(self, box: Box) -> str:
+        buffer = self.buffers[box.buffer]
+        if box.slices is None:
+            item = BY_NAME[buffer.dtype].itemsize
+            start = box.offset * item
+            return f"{buffer.name} (bytes {start}:{start + box.hi - box.lo})"
+        parts = [f"{s.start}:{s.stop}" for s in box.slices]
+        return f"{buffer.name}[{', '.join(parts)}]"
+
+    def where(self, dma: _Dma) -> str:
+        return str(self.stream.origin(dma.index))
+
+    # -- boxes
+
+    def box(self, index: int, end: str, space: int, address: int, entry) -> Box:
+        rank = int(entry["rank"])
+        shape = tuple(int(x) for x in entry["shape"][:rank])
+        strides = tuple(int(x) for x in entry[f"{end}_strides"][:rank])
+        item = DTYPES[entry["dtype"]].itemsize
+        lo = address + item * sum(
+            min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)
+        )
+        hi = address + item * (
+            sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) + 1
+        )
+        label = "source" if end == "src" else "destination"
+        span = f"{SPACES[space]}[{lo}:{hi}]"
+        entries = self.by_space.get(space, [])
+        position = bisect.bisect_right(entries, (lo, len(self.buffers))) - 1
+        if position < 0:
+            raise self.fail(
+                index,
+                errors.RUN_OUT_OF_BOUNDS.format(
+                    end=label,
+                    region=span,
+                    why=f"it lies outside every {SPACES[space]} buffer",
+                ),
+            )
+        start, number = entries[position]
+        buffer = self.buffers[number]
+        end_of_buffer = start + buffer.nbytes
+        if lo >= end_of_buffer or hi > end_of_buffer:
+            why = (
+                f"it runs past the end of buffer {buffer.name} "
+                f"({buffer.space}[{start}:{end_of_buffer}])"
+                if lo < end_of_buffer
+                else f"it lies outside every {SPACES[space]} buffer"
+            )
+            raise self.fail(
+                index, errors.RUN_OUT_OF_BOUNDS.format(end=label, region=span, why=why)
+            )
+        held = BY_NAME[buffer.dtype]
+        if held.itemsize != item or (address - start) % item:
+            raise self.fail(
+                index,
+                errors.RUN_MISMATCHED_BUFFER.format(
+                    end=label,
+                    dtype=DTYPES[entry["dtype"]].name,
+                    name=buffer.name,
+                    held=held.name,
+                ),
+            )
+        offset = (address - start) // item
+        return Box(
+            number,
+            offset,
+            shape,
+            strides,
+            lo,
+            hi,
+            _decompose(buffer, offset, shape, strides),
+        )
+
+    # -- the walk
+
+    def run(self) -> None:
+        table = self.stream.instructions
+        for index in range(len(table)):
+            entry = table[index]
+            if self.mode == "random":
+                self.complete_some()
+            if entry["op"] == START:
+                self.start(index, entry)
+            else:
+                self.wait(index, int(entry["sem"]), int(entry["bytes"]))
+        self.finish()
+
+    def start(self, index: int, entry) -> None:
+        src = self.box(
+            index, "src", int(entry["src_space"]), int(entry["src_address"]), entry
+        )
+        dst = self.box(
+            index, "dst", int(entry["dst_space"]), int(entry["dst_address"]), entry
+        )
+        if _overlap(src, dst, self.buffers):
+            raise self.fail(
+                index,
+                errors.RUN_SELF_OVERLAP.format(
+                    src=self.region(src), dst=self.region(dst)
+                ),
+            )
+        dma = _Dma(
+            index, int(entry["sem"]), int(entry["bytes"]), src, dst, bool(entry["add"])
+        )
+        for other in self.in_flight:
+            self.check_race(dma, other)
+        for box in (src, dst) if dma.add else (src,):
+            first = self.written[box.buffer].first_unwritten(box)
+            if first is not None:
+                buffer = self.buffers[box.buffer]
+                raise self.fail(
+                    index,
+                    errors.RUN_UNINITIALIZED.format(
+                        region=self.region(box),
+                        first=f"{buffer.name}[{', '.join(map(str, first))}]",
+                    ),
+                )
+        self.writes[dst.buffer] = True
+        semaphore = self.sems[dma.sem]
+        semaphore.started += dma.bytes
+        semaphore.pending.append(dma)
+        self.in_flight.append(dma)
+        self.dmas[index] = dma
+        if self.mode == "eager":
+            self.complete(dma)
+
+    def check_race(self, dma: _Dma, other: _Dma) -> None:
+        conflicts = (
+            ("writes", dma.dst, "writes", other.dst),
+            ("writes", dma.dst, "reads", other.src),
+            ("reads", dma.src, "writes", other.dst),
+        )
+        for action, mine, their, theirs in conflicts:
+            if _overlap(mine, theirs, self.buffers):
+                origin = self.stream.origin(other.index)
+                raise self.fail(
+                    dma.index,
+                    errors.RUN_RACE.format(
+                        action=action,
+                        region=self.region(mine),
+                        other=origin,
+                        their=their,
+                    ),
+                    (Note("the DMA in flight started here", origin.loc),),
+                )
+
+    def wait(self, index: int, sem: int, need: int) -> None:
+        semaphore = self.sems[sem]
+        available = semaphore.started - semaphore.consumed
+        if need > available:
+            raise self.fail(
+                index,
+                errors.RUN_UNSATISFIABLE_WAIT.format(
+                    sem=sem, need=need, available=available
+                ),
+            )
+        while semaphore.arrived - semaphore.consumed < need:
+            incomplete = [d for d in semaphore.pending if not d.complete]
+            chosen = (
+                incomplete[0] if self.mode != "random" else self.rng.choice(incomplete)
+            )
+            self.complete(chosen)
+        semaphore.consumed += need
+        if semaphore.consumed >= semaphore.started:  # DESIGN's rule: all finished
+            for dma in semaphore.pending:
+                self.in_flight.remove(dma)
+                self.written[dma.dst.buffer].mark(dma.dst)
+            semaphore.pending.clear()
+
+    def complete(self, dma: _Dma) -> None:
+        dma.complete = True
+        self.sems[dma.sem].arrived += dma.bytes
+        self.schedule.append(dma.index)
+
+    def complete_some(self) -> None:
+        """Random mode: any DMA in flight may land at any moment."""
+        ready = [
+            d for d in self.in_flight if not d.complete and self.rng.random() < 0.5
+        ]
+        self.rng.shuffle(ready)
+        for dma in ready:
+            self.complete(dma)
+
+    def finish(self) -> None:
+        if not self.in_flight:
+            return
+        first = self.in_flight[0]
+        notes = [
+            Note(
+                f"DMA of {d.bytes} bytes on semaphore {d.sem} started here",
+                self.stream.origin(d.index).loc,
+            )
+            for d in self.in_flight
+        ]
+        for sem, semaphore in enumerate(self.sems):
+            if semaphore.started != semaphore.consumed:
+                notes.append(
+                    Note(
+                        f"semaphore {sem} ends at "
+                        f"{semaphore.started - semaphore.consumed} bytes, not zero"
+                    )
+                )
+        raise self.fail(
+            first.index,
+            errors.RUN_LEFTOVERS.format(count=len(self.in_flight)),
+            tuple(notes),
+        )
+
+
+# -- executing ------------------------------------------------------------------
+
+
+class Executable:
+    """A stream compiled for one set of provided inputs and one mode.
+
+    `run(inputs)` binds the inputs and executes the prepared copies; it may
+    be called again with new inputs of the same names.
+    """
+
+    def __init__(
+        self,
+        stream: Stream,
+        provided: frozenset[str] | set[str] = frozenset(),
+        mode: str = "random",
+        seed: int = 0,
+    ):
+        if mode not in MODES:
+            raise CopyIRError(errors.RUN_UNKNOWN_MODE.format(mode=mode))
+        stream.validate()
+        self.stream = stream
+        self.params = {b.name: i for i, b in enumerate(stream.buffers) if b.param}
+        provided = frozenset(provided)
+        for name in provided:
+            self._check_name(name)
+        compiler = _Compiler(stream, provided, mode, seed)
+        compiler.run()
+        self.provided = provided
+        self.completion_order: list[int] = compiler.schedule
+        """Instruction indices of the starts, in the order their data moved."""
+        self._aliased = {
+            i
+            for name, i in self.params.items()
+            if name in provided and not compiler.writes[i]
+        }
+        self._poison = [w.unwritten_flat() for w in compiler.written]
+        sizes = {}
+        for i, buffer in enumerate(stream.buffers):
+            if i not in self._aliased:
+                sizes[buffer.space] = max(
+                    sizes.get(buffer.space, 0), buffer.address + buffer.nbytes
+                )
+        self.arenas = {space: np.empty(size, np.uint8) for space, size in sizes.items()}
+        self._views: dict[int, np.ndarray] = {
+            i: self._arena_view(buffer)
+            for i, buffer in enumerate(stream.buffers)
+            if i not in self._aliased
+        }
+        self._actions = self._prepare(compiler)
+
+    def _check_name(self, name: str) -> None:
+        if name not in self.params:
+            raise CopyIRError(
+                errors.RUN_UNKNOWN_INPUT.format(
+                    name=name, kernel=self.stream.kernel, params=", ".join(self.params)
+                )
+            )
+
+    def _arena_view(self, buffer: Buffer) -> np.ndarray:
+        data = self.arenas[buffer.space][
+            buffer.address : buffer.address + buffer.nbytes
+        ]
+        return data.view(BY_NAME[buffer.dtype].numpy).reshape(buffer.shape)
+
+    def _prepare(self, compiler: _Compiler) -> list:
+        """One action per data move, in completion order; ends in an aliased
+        input are bound at run time (placeholders here)."""
+        actions = []
+        for index in self.completion_order:
+            dma = compiler.dmas[index]
+            actions.append((dma, self._end(dma.src), self._end(dma.dst)))
+        return actions
+
+    def _end(self, box: Box) -> np.ndarray | None:
+        if box.buffer in self._aliased:
+            return None
+        return _strided(self._views[box.buffer].reshape(-1), box)
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Bind the inputs, execute, and return every parameter's final value."""
+        for name in inputs:
+            self._check_name(name)
+        if frozenset(inputs) != self.provided:
+            raise CopyIRError(
+                f"This stream was compiled for inputs {sorted(self.provided)}, "
+                f"not {sorted(inputs)}"
+            )
+        aliases = self._bind(inputs)
+        self._fill_poison()
+        self.execute(aliases)
+        return {
+            name: aliases[i] if i in self._aliased else self._views[i]
+            for name, i in self.params.items()
+        }
+
+    def execute(self, aliases: Mapping[int, np.ndarray] | None = None) -> None:
+        """Move the data, in completion order, on the memory as it is."""
+        for dma, src, dst in self._actions:
+            if src is None:
+                src = _strided(aliases[dma.src.buffer].reshape(-1), dma.src)
+            if dma.add:
+                np.add(dst, src, out=dst)
+            else:
+                np.copyto(dst, src)
+
+    def _bind(self, inputs: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
+        aliases = {}
+        for name, value in inputs.items():
+            i = self.params[name]
+            buffer = self.stream.buffers[i]
+            array = np.asarray(value)
+            want = BY_NAME[buffer.dtype].numpy
+            if array.dtype != want or array.shape != buffer.shape:
+                raise CopyIRError(
+                    errors.RUN_INPUT_MISMATCH.format(
+                        name=name,
+                        got=f"{array.dtype.name}{list(array.shape)}",
+                        want=f"{buffer.dtype}{list(buffer.shape)}",
+                    )
+                )
+            if i in self._aliased:
+                view = array.view()
+                view.flags.writeable = False
+                aliases[i] = view
+            else:
+                np.copyto(self._views[i], array)
+        return aliases
+
+    def _fill_poison(self) -> None:
+        for i, unwritten in enumerate(self._poison):
+            if i in self._aliased:
+                continue
+            view = self._views[i]
+            raw = view.reshape(-1).view(np.uint8).reshape(view.size, view.itemsize)
+            if unwritten is None:
+                raw[...] = POISON
+            elif unwritten.any():
+                raw[unwritten] = POISON
+
+
+def compile_stream(
+    stream: Stream,
+    provided: frozenset[str] | set[str] = frozenset(),
+    mode: str = "random",
+    seed: int = 0,
+) -> Executable:
+    """Check and compile a stream; see `Executable`."""
+    return Executable(stream, provided, mode, seed)
+
+
+def run_stream(
+    stream: Stream,
+    inputs: Mapping[str, np.ndarray],
+    mode: str = "random",
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Compile for these inputs and run once."""
+    return Executable(stream, frozenset(inputs), mode, seed).run(inputs)
+
+
+__all__ = ["MODES", "POISON", "Executable", "Origin", "compile_stream", "run_stream"]
