@@ -240,7 +240,7 @@ class _Compiler:
     def fail(self, index: int, message: str, notes: tuple[Note, ...] = ()):
         origin = self.stream.origin(index)
         if origin.detail:
-            message = f"{message} (at {origin.detail})"
+            message = f"{message}, at {origin.detail}"
         return CopyIRError(message, origin.loc, notes)
 
     def region(self, box: Box) -> str:
@@ -558,20 +558,11 @@ class Executable:
                 np.copyto(dst, src)
 
     def _bind(self, inputs: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
+        check_inputs(self.stream, inputs)
         aliases = {}
         for name, value in inputs.items():
             i = self.params[name]
-            buffer = self.stream.buffers[i]
             array = np.asarray(value)
-            want = BY_NAME[buffer.dtype].numpy
-            if array.dtype != want or array.shape != buffer.shape:
-                raise CopyIRError(
-                    errors.RUN_INPUT_MISMATCH.format(
-                        name=name,
-                        got=f"{array.dtype.name}{list(array.shape)}",
-                        want=f"{buffer.dtype}{list(buffer.shape)}",
-                    )
-                )
             if i in self._aliased:
                 view = array.view()
                 view.flags.writeable = False
@@ -602,13 +593,36 @@ def compile_stream(
     return Executable(stream, provided, mode, seed)
 
 
+def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
+    """Each input names a parameter and has its shape and dtype."""
+    params = {b.name: b for b in stream.buffers if b.param}
+    for name, value in inputs.items():
+        buffer = params.get(name)
+        if buffer is None:
+            raise CopyIRError(
+                errors.RUN_UNKNOWN_INPUT.format(
+                    name=name, kernel=stream.kernel, params=", ".join(params)
+                )
+            )
+        array = np.asarray(value)
+        if array.dtype != BY_NAME[buffer.dtype].numpy or array.shape != buffer.shape:
+            raise CopyIRError(
+                errors.RUN_INPUT_MISMATCH.format(
+                    name=name,
+                    got=f"{array.dtype.name}{list(array.shape)}",
+                    want=f"{buffer.dtype}{list(buffer.shape)}",
+                )
+            )
+
+
 def run_stream(
     stream: Stream,
     inputs: Mapping[str, np.ndarray],
     mode: str = "random",
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Compile for these inputs and run once."""
+    """Check the inputs, compile for them, and run once."""
+    check_inputs(stream, inputs)
     return Executable(stream, frozenset(inputs), mode, seed).run(inputs)
 
 

@@ -1,6 +1,6 @@
 """copyir: write, check and run TPU-style DMA copy programs.
 
-The API (`parse`, `verify`, `lower`, `to_stream`, `to_text`, later `run`) loads
+The API (`parse`, `verify`, `lower`, `to_stream`, `run`, `to_text`) loads
 on first use, so that importing the core IR pulls in no pass or backend.
 """
 
@@ -16,6 +16,7 @@ _API = (
     "parse",
     "verify",
     "lower",
+    "run",
     "to_stream",
     "to_text",
     "dma_text",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
@@ -23,6 +23,7 @@ from copyir.errors import CopyIRError, Loc
 from copyir.mlir import parse_mlir, print_mlir
 
 if TYPE_CHECKING:
+    import numpy as np
     from xdsl.passes import ModulePass
 
     from copyir.stream import Stream
@@ -164,6 +165,36 @@ def to_stream(program: ProgramOp) -> Stream:
     from copyir.stream import from_program
 
     return from_program(program)
+
+
+def run(
+    program: ModuleOp | ProgramOp | Stream,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    mode: str = "random",
+    seed: int = 0,
+    kernel: str | None = None,
+    target: str = "default",
+) -> dict[str, np.ndarray]:
+    """Run a program on numpy arrays; every parameter's final value, by name.
+
+    A copy-dialect module is verified and lowered first (`kernel` picks one
+    of several); a `dma.program` or a `Stream` runs as it is. Runtime errors
+    (races, unsatisfiable waits, DMAs never waited, out-of-bounds accesses,
+    reads of memory nobody wrote) are `CopyIRError`s located at the source.
+    The caller's arrays are never modified: inputs are copied in, and a
+    parameter the program never writes comes back as a read-only view.
+    """
+    from copyir.backends.interpreter import run_stream
+    from copyir.stream import Stream as StreamType
+
+    if isinstance(program, ModuleOp):
+        program = lower(program, kernel, target)
+    if isinstance(program, ProgramOp):
+        program = to_stream(program)
+    if not isinstance(program, StreamType):
+        raise TypeError(f"cannot run a {type(program).__name__}")
+    return run_stream(program, dict(inputs or {}), mode, seed)
 
 
 def to_text(

@@ -1,4 +1,4 @@
-"""The `copyir` command line: verify, opt and lower (and, as it lands, run).
+"""The `copyir` command line: verify, opt, lower and run.
 
 Exit status: 0 on success, 1 when a program is invalid (with a located
 diagnostic), 2 for a usage error or an unreadable file, 3 for an internal
@@ -67,6 +67,7 @@ def _argument_parser() -> argparse.ArgumentParser:
     _verify_parser(commands)
     _opt_parser(commands)
     _lower_parser(commands)
+    _run_parser(commands)
     return parser
 
 
@@ -141,6 +142,38 @@ def _lower_parser(commands) -> None:
     _add_input_options(lower)
     _add_target_option(lower)
     lower.set_defaults(run=_lower)
+
+
+def _run_parser(commands) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a program on numpy arrays, checking the DMA protocol",
+        description="Verify, lower and execute a program (or execute a lowered "
+        "stream, .dma or .npz) on the numpy interpreter, which reports races, "
+        "waits that can never finish, DMAs never waited, out-of-bounds accesses "
+        "and reads of memory nobody wrote.",
+    )
+    run.add_argument("file", metavar="PROGRAM", help=".cpy, .mlir, .dma or .npz")
+    run.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy | FILE.npz",
+        help="bind a parameter to an array; an .npz binds each of its keys",
+    )
+    run.add_argument(
+        "--output", metavar="OUT.npz", help="every parameter's final value"
+    )
+    run.add_argument(
+        "--mode",
+        choices=("random", "eager", "on_wait"),
+        default="random",
+        help="when DMAs complete inside their in-flight window (default: random)",
+    )
+    run.add_argument("--seed", type=int, default=0, help="for random mode (default 0)")
+    _add_input_options(run)
+    _add_target_option(run)
+    run.set_defaults(run=_run)
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -260,6 +293,46 @@ def _lower(args: argparse.Namespace) -> int:
     save_npz(copyir.to_stream(program), data)
     write_atomic(args.output, data.getvalue())
     return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from copyir.backends.interpreter import run_stream
+    from copyir.files import load_inputs, save_outputs
+
+    if args.output and not args.output.endswith(".npz"):
+        raise UsageError("--output must name an .npz file")
+    _refuse_overwriting_inputs(args.output, [args.file, *args.input])
+    inputs = load_inputs(args.input)
+    stream = _stream(args)
+    outputs = run_stream(stream, inputs, args.mode, args.seed)
+    if args.output:
+        save_outputs(args.output, outputs)
+        return EXIT_OK
+    starts = int((stream.instructions["op"] == 0).sum())
+    print(f"ran {stream.kernel}: {starts} DMAs, {args.mode} mode; final values:")
+    for name, value in outputs.items():
+        print(f"  {name}: {value.dtype.name}{list(value.shape)}")
+    return EXIT_OK
+
+
+def _stream(args: argparse.Namespace):
+    """The program to run as a stream: lowered here, or read as lowered."""
+    from copyir.stream import from_program, load_npz, parse_dma
+
+    path = args.file
+    if path.endswith(".npz"):
+        if os.path.isdir(path):
+            raise UnreadableInput(f"{path} is a directory")
+        if not os.path.exists(path):
+            raise UnreadableInput(f"cannot read {path}: No such file or directory")
+        return load_npz(path, path)
+    if path.endswith(".dma"):
+        text, name = read_source(path)
+        args.sources = {name: text}
+        return from_program(parse_dma(text, name))
+    _check_target(args.target)
+    module = _load(path, args, verify=False)
+    return copyir.to_stream(copyir.lower(module, args.kernel, args.target))
 
 
 # -- helpers ------------------------------------------------------------------

@@ -163,7 +163,9 @@ NEEDS_PASS = "{pass_name} needs {before} to have run first: {why}"
 
 # Running a stream (the interpreter).
 RUN_OUT_OF_BOUNDS = "DMA {end} {region} is out of bounds: {why}"
-RUN_MISMATCHED_BUFFER = "DMA {end} moves {dtype} elements, but buffer {name} holds {held}"
+RUN_MISMATCHED_BUFFER = (
+    "DMA {end} moves {dtype} elements, but buffer {name} holds {held}"
+)
 RUN_SELF_OVERLAP = "DMA source {src} and destination {dst} overlap"
 RUN_RACE = (
     "Race: this DMA {action} {region} while the DMA started at {other} is in "
@@ -178,6 +180,8 @@ RUN_LEFTOVERS = (
     "The program ends with {count} DMA(s) in flight: never waited, or waited "
     "for fewer bytes than they move"
 )
-RUN_UNKNOWN_INPUT = "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
+RUN_UNKNOWN_INPUT = (
+    "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
+)
 RUN_INPUT_MISMATCH = "Input {name} is {got}, but parameter {name} is {want}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"

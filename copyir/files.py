@@ -7,10 +7,14 @@ half a file.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
+
+import numpy as np
 
 from copyir import errors
 from copyir.errors import CopyIRError, Loc
@@ -62,3 +66,62 @@ def write_atomic(path: str, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
+    """Arrays from `--input name=file.npy` and `--input file.npz` (each key).
+
+    A missing, unreadable or corrupt file is an `UnreadableInput`, one line.
+    """
+    inputs: dict[str, np.ndarray] = {}
+
+    def add(name: str, array: np.ndarray, source: str) -> None:
+        if name in inputs:
+            raise UnreadableInput(f"input {name} is given twice (again in {source})")
+        inputs[name] = array
+
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if sep:
+            if not name:
+                raise UnreadableInput(f"--input {spec}: the name before = is empty")
+            array = _load(path)
+            if not isinstance(array, np.ndarray):
+                raise UnreadableInput(
+                    f"{path} is not a .npy array (give an .npz alone)"
+                )
+            add(name, array, path)
+            continue
+        data = _load(spec)
+        if isinstance(data, np.ndarray):
+            raise UnreadableInput(
+                f"{spec} is a single array: give it a name, NAME={spec}"
+            )
+        for key in data:
+            add(key, data[key], spec)
+    return inputs
+
+
+def _load(path: str):
+    """np.load without pickles, with every failure as one line."""
+    if Path(path).is_dir():
+        raise UnreadableInput(f"{path} is a directory")
+    try:
+        data = np.load(path, allow_pickle=False)
+        if isinstance(data, np.lib.npyio.NpzFile):
+            with data:
+                return {key: data[key] for key in data.files}
+        return data
+    except FileNotFoundError:
+        raise UnreadableInput(
+            f"cannot read {path}: No such file or directory"
+        ) from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise UnreadableInput(f"cannot read {path}: {err}") from None
+
+
+def save_outputs(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """All arrays in one `.npz`, written atomically."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
+    write_atomic(path, buffer.getvalue())
