@@ -615,6 +615,28 @@ def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
             )
 
 
+def fill_inputs(
+    stream: Stream, inputs: Mapping[str, np.ndarray], fill: str, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """The inputs, plus every other parameter bound to zeros, to 0, 1, 2, ...
+    (cast to its dtype), or to random values."""
+    rng = np.random.default_rng(seed)
+    filled = dict(inputs)
+    for buffer in stream.buffers:
+        if not buffer.param or buffer.name in filled:
+            continue
+        dtype = BY_NAME[buffer.dtype].numpy
+        count = int(np.prod(buffer.shape, dtype=np.int64))
+        if fill == "zeros":
+            values = np.zeros(count)
+        elif fill == "iota":
+            values = np.arange(count)
+        else:
+            values = rng.integers(0, 100, count)
+        filled[buffer.name] = values.astype(dtype).reshape(buffer.shape)
+    return filled
+
+
 def run_stream(
     stream: Stream,
     inputs: Mapping[str, np.ndarray],

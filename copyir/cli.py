@@ -171,6 +171,17 @@ def _run_parser(commands) -> None:
         help="when DMAs complete inside their in-flight window (default: random)",
     )
     run.add_argument("--seed", type=int, default=0, help="for random mode (default 0)")
+    run.add_argument(
+        "--fill-inputs",
+        choices=("zeros", "iota", "random"),
+        help="bind every parameter not given by --input to zeros, to 0, 1, 2, "
+        "... (cast to its dtype), or to random values (from --seed)",
+    )
+    run.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check the run's error against `# expected-error {{...}}` comments",
+    )
     _add_input_options(run)
     _add_target_option(run)
     run.set_defaults(run=_run)
@@ -296,14 +307,18 @@ def _lower(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from copyir.backends.interpreter import run_stream
+    from copyir.backends.interpreter import fill_inputs, run_stream
     from copyir.files import load_inputs, save_outputs
 
     if args.output and not args.output.endswith(".npz"):
         raise UsageError("--output must name an .npz file")
     _refuse_overwriting_inputs(args.output, [args.file, *args.input])
     inputs = load_inputs(args.input)
+    if args.verify_diagnostics:
+        return _run_expecting(args, inputs)
     stream = _stream(args)
+    if args.fill_inputs:
+        inputs = fill_inputs(stream, inputs, args.fill_inputs, args.seed)
     outputs = run_stream(stream, inputs, args.mode, args.seed)
     if args.output:
         save_outputs(args.output, outputs)
@@ -313,6 +328,28 @@ def _run(args: argparse.Namespace) -> int:
     for name, value in outputs.items():
         print(f"  {name}: {value.dtype.name}{list(value.shape)}")
     return EXIT_OK
+
+
+def _run_expecting(args: argparse.Namespace, inputs: dict) -> int:
+    """--verify-diagnostics for run: the error (or none) must be the one the
+    program's comments expect, in every completion mode."""
+    from copyir.backends.interpreter import fill_inputs, run_stream
+
+    text, name = read_source(args.file)
+    problems = []
+    for mode in ("random", "eager", "on_wait"):
+        error = None
+        try:
+            stream = _stream(args)
+            if args.fill_inputs:
+                inputs = fill_inputs(stream, inputs, args.fill_inputs, args.seed)
+            run_stream(stream, inputs, mode, args.seed)
+        except CopyIRError as err:
+            error = err
+        problems += [f"{mode} mode: {p}" for p in check(error, expectations(text))]
+    for problem in problems:
+        print(f"{name}: {problem}", file=sys.stderr)
+    return EXIT_INVALID if problems else EXIT_OK
 
 
 def _stream(args: argparse.Namespace):
