@@ -231,7 +231,8 @@ class _Compiler:
                 self.written[i].mark_all()
         self.sems = [_Semaphore() for _ in range(stream.semaphores)]
         self.in_flight: list[_Dma] = []
-        self.schedule: list[int] = []
+        self.schedule: list[tuple[int, int]] = []
+        self.now = 0
         self.dmas: dict[int, _Dma] = {}
         self.writes = [False] * len(self.buffers)
 
@@ -322,6 +323,7 @@ class _Compiler:
         table = self.stream.instructions
         for index in range(len(table)):
             entry = table[index]
+            self.now = index
             if self.mode == "random":
                 self.complete_some()
             if entry["op"] == START:
@@ -415,7 +417,7 @@ class _Compiler:
     def complete(self, dma: _Dma) -> None:
         dma.complete = True
         self.sems[dma.sem].arrived += dma.bytes
-        self.schedule.append(dma.index)
+        self.schedule.append((self.now, dma.index))
 
     def complete_some(self) -> None:
         """Random mode: any DMA in flight may land at any moment."""
@@ -480,8 +482,9 @@ class Executable:
         compiler = _Compiler(stream, provided, mode, seed)
         compiler.run()
         self.provided = provided
-        self.completion_order: list[int] = compiler.schedule
-        """Instruction indices of the starts, in the order their data moved."""
+        self.completions: list[tuple[int, int]] = compiler.schedule
+        """When each DMA moved its data: (instruction being executed, the
+        DMA's start instruction), in order."""
         self._aliased = {
             i
             for name, i in self.params.items()
@@ -520,7 +523,7 @@ class Executable:
         """One action per data move, in completion order; ends in an aliased
         input are bound at run time (placeholders here)."""
         actions = []
-        for index in self.completion_order:
+        for _, index in self.completions:
             dma = compiler.dmas[index]
             actions.append((dma, self._end(dma.src), self._end(dma.dst)))
         return actions
