@@ -32,6 +32,7 @@ EXAMPLE_NAMES = [
     "accumulate",
     "scalars",
     "element_squeezed",
+    "windows",
 ]
 
 # -- the oracle -------------------------------------------------------------------
@@ -239,7 +240,8 @@ def test_injected_faults_are_caught(name):
     stream, inputs = lowered(name)
     rng = random.Random(name)
     verdicts = {"reported": 0, "correct": 0}
-    for _ in range(60):
+    count = 15 if name == "windows" else 60  # the oracle is slow on big DMAs
+    for _ in range(count):
         mutate = rng.choice(MUTATIONS)
         mutant, how = mutate(stream, rng)
         expected = oracle(mutant, set(inputs))
@@ -253,7 +255,7 @@ def test_injected_faults_are_caught(name):
         assert expected is None, (how, expected)
         assert outputs_agree(mutant, inputs), how
         verdicts["correct"] += 1
-    assert verdicts["reported"] >= 20  # the mutations do break programs
+    assert verdicts["reported"] >= count // 3  # the mutations do break programs
 
 
 def test_oracle_sees_each_kind_of_fault():
