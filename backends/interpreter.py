@@ -600,7 +600,7 @@ class Executable:
         aliases = {}
         for name, value in inputs.items():
             i = self.params[name]
-            array = np.asarray(value)
+            array = as_input(value, BY_NAME[self.stream.buffers[i].dtype].numpy)
             if i in self._aliased:
                 view = array.view()
                 view.flags.writeable = False
@@ -631,6 +631,19 @@ def compile_stream(
     return Executable(stream, provided, mode, seed)
 
 
+def as_input(array: np.ndarray, want: np.dtype) -> np.ndarray:
+    """The array as the parameter's dtype when it only lost its name.
+
+    `.npy` files keep bfloat16 data as raw 2-byte records (`V2`); read back,
+    those are the same bytes, so they are taken as bfloat16.
+    """
+    array = np.asarray(array)
+    if array.dtype != want and array.dtype.kind == "V" and not array.dtype.names:
+        if array.dtype.itemsize == want.itemsize:
+            return array.view(want)
+    return array
+
+
 def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
     """Each input names a parameter and has its shape and dtype."""
     params = {b.name: b for b in stream.buffers if b.param}
@@ -642,7 +655,7 @@ def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
                     name=name, kernel=stream.kernel, params=", ".join(params)
                 )
             )
-        array = np.asarray(value)
+        array = as_input(value, BY_NAME[buffer.dtype].numpy)
         if array.dtype != BY_NAME[buffer.dtype].numpy or array.shape != buffer.shape:
             raise CopyIRError(
                 errors.RUN_INPUT_MISMATCH.format(

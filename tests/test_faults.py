@@ -18,9 +18,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import EXAMPLES
+from copyir.backends.interpreter import MODES, fill_inputs
 
 import copyir
-from copyir.backends.interpreter import MODES, fill_inputs
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError
 from copyir.stream import SPACES, START, WAIT, Stream
@@ -88,9 +88,10 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
                 return "out of bounds"
             item = DTYPES[entry["dtype"]].itemsize
             buffer = inside[0]
-            if BY_NAME[buffer.dtype].itemsize != item or (
-                int(entry[f"{end}_address"]) - buffer.address
-            ) % item:
+            if (
+                BY_NAME[buffer.dtype].itemsize != item
+                or (int(entry[f"{end}_address"]) - buffer.address) % item
+            ):
                 return "mismatched buffer"  # a stream-level type error
             ends.append((space, addresses))
         (src_space, src), (dst_space, dst) = ends

@@ -8,13 +8,13 @@ import re
 import numpy as np
 import pytest
 from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
+from copyir.backends.interpreter import MODES, Executable, fill_inputs
+from copyir.backends.reference import run_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import copyir
 from copyir import errors
-from copyir.backends.interpreter import MODES, Executable, fill_inputs
-from copyir.backends.reference import run_reference
 from copyir.cli import main
 from copyir.errors import CopyIRError
 from copyir.expectations import expectations
@@ -452,3 +452,41 @@ def test_generated_programs_agree_with_the_reference(text, seed):
         if k in ("x", "y")
     }
     check_agreement(module, inputs, seeds=(seed, seed + 1))
+
+
+@pytest.mark.parametrize("path", VALID_EXAMPLES, ids=lambda p: p.name)
+def test_each_example_runs_with_its_inputs(path, tmp_path, capsys):
+    inputs_file = path.with_suffix(".inputs.npz")
+    assert inputs_file.exists(), "run examples/make_inputs.py"
+    with np.load(inputs_file) as data:
+        inputs = {k: data[k] for k in data.files}
+    module = copyir.parse(path.read_text(), str(path))
+    from copyir.backends.interpreter import as_input
+
+    from copyir.dtypes import BY_IR
+
+    kernel = module.ops.first
+    types = {n: a.type for n, a in zip(kernel.param_names, kernel.params, strict=True)}
+    inputs = {
+        k: as_input(v, BY_IR[types[k].element_type].numpy) for k, v in inputs.items()
+    }
+    expected = run_reference(kernel, inputs)
+    for mode in MODES:
+        out = tmp_path / f"{mode}.npz"
+        args = [
+            "run",
+            str(path),
+            "--input",
+            str(inputs_file),
+            "--mode",
+            mode,
+            "--output",
+            str(out),
+        ]
+        assert main(args) == 0
+        with np.load(out) as got:
+            for name, value in expected.items():
+                assert got[name].tobytes() == np.ascontiguousarray(value).tobytes(), (
+                    mode,
+                    name,
+                )
