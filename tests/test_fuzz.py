@@ -294,7 +294,12 @@ class Seed:
 @cache
 def seeds() -> tuple[Seed, ...]:
     """The example files, and the MLIR form of the smaller valid examples."""
-    paths = sorted(EXAMPLES.glob("*.*")) + sorted((EXAMPLES / "invalid").glob("*.*"))
+    paths = [
+        p
+        for folder in (EXAMPLES, EXAMPLES / "invalid")
+        for p in sorted(folder.iterdir())
+        if p.suffix in (".cpy", ".mlir")  # programs, not inputs or scripts
+    ]
     found = [
         Seed(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in paths
     ]
