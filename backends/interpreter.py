@@ -42,7 +42,7 @@ import numpy as np
 from copyir import errors
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Note
-from copyir.stream import SPACES, START, Buffer, Origin, Stream
+from copyir.stream import SPACES, START, Buffer, Origin, Stream, row_major
 
 POISON = 0xFF
 MODES = ("random", "eager", "on_wait")
@@ -70,19 +70,11 @@ class Box:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return tuple(reversed(strides))
-
-
 def _decompose(
     buffer: Buffer, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
 ) -> tuple[slice, ...] | None:
     """Per-dimension slices of the buffer that make up the box, if any."""
-    dims, buffer_strides = buffer.shape, _row_major(buffer.shape)
+    dims, buffer_strides = buffer.shape, row_major(buffer.shape)
     start = list(np.unravel_index(offset, dims)) if dims else []
     stop = [i + 1 for i in start]
     last = -1
@@ -638,9 +630,9 @@ def as_input(array: np.ndarray, want: np.dtype) -> np.ndarray:
     those are the same bytes, so they are taken as bfloat16.
     """
     array = np.asarray(array)
-    if array.dtype != want and array.dtype.kind == "V" and not array.dtype.names:
-        if array.dtype.itemsize == want.itemsize:
-            return array.view(want)
+    raw = array.dtype.kind == "V" and not array.dtype.names
+    if array.dtype != want and raw and array.dtype.itemsize == want.itemsize:
+        return array.view(want)
     return array
 
 

@@ -24,9 +24,9 @@ import gc
 import time
 
 import numpy as np
+from copyir.backends.interpreter import Executable
 
 import copyir
-from copyir.backends.interpreter import Executable
 from copyir.stream import START, WAIT, Buffer, Stream, instruction_dtype
 
 HBM_BLOCKS = 512
@@ -90,9 +90,11 @@ def part_a(count: int, repeat: int) -> None:
         base = best(repeat, lambda n=n, s=slots, r=ring: numpy_loop(n, s, x, r))
         numpy_loop(n, slots, x, ring)
         assert np.array_equal(program.buffer("ring"), ring)
-        print(f"(a) {label}: {ours * 1e6 / n:.2f} us per DMA executed, numpy loop "
-              f"{base * 1e6 / n:.2f} us: {ours / base:.2f}x its time "
-              f"(target <= 3x); compile {compile_time * 1e6 / n:.1f} us per DMA")
+        print(
+            f"(a) {label}: {ours * 1e6 / n:.2f} us per DMA executed, numpy loop "
+            f"{base * 1e6 / n:.2f} us: {ours / base:.2f}x its time "
+            f"(target <= 3x); compile {compile_time * 1e6 / n:.1f} us per DMA"
+        )
 
 
 def part_b(repeat: int) -> None:
@@ -111,9 +113,11 @@ def part_b(repeat: int) -> None:
     np.copyto(target, x)
     base = best(repeat, lambda: np.copyto(target, x))
     moved = 2 * x.nbytes
-    print(f"(b) 64 MiB HBM -> VMEM -> HBM: {moved / ours / 2**30:.2f} GiB/s moved, "
-          f"np.copyto {x.nbytes / base / 2**30:.2f} GiB/s: "
-          f"{(moved / ours) / (x.nbytes / base):.2f}x its bandwidth (target >= 0.8x)")
+    print(
+        f"(b) 64 MiB HBM -> VMEM -> HBM: {moved / ours / 2**30:.2f} GiB/s moved, "
+        f"np.copyto {x.nbytes / base / 2**30:.2f} GiB/s: "
+        f"{(moved / ours) / (x.nbytes / base):.2f}x its bandwidth (target >= 0.8x)"
+    )
 
 
 def part_c(repeat: int) -> None:
@@ -131,9 +135,11 @@ def part_c(repeat: int) -> None:
     ours = best(repeat, run)
     assert np.array_equal(result["y"], x)
     base = best(repeat, x.copy)
-    print(f"(c) copyir.run of a 256 MiB HBM -> HBM copy, parse to outputs: "
-          f"{ours * 1e3:.1f} ms, x.copy() {base * 1e3:.1f} ms: "
-          f"{base / ours:.2f}x its speed (target >= 0.5x)")
+    print(
+        f"(c) copyir.run of a 256 MiB HBM -> HBM copy, parse to outputs: "
+        f"{ours * 1e3:.1f} ms, x.copy() {base * 1e3:.1f} ms: "
+        f"{base / ours:.2f}x its speed (target >= 0.5x)"
+    )
 
 
 def main() -> None:

@@ -44,7 +44,6 @@ from copyir.dialects.copy import (
     SemIndexOp,
     SyncCopyOp,
     ViewOp,
-    describe,
     expect_ref,
     i64_array,
     loc_of,
@@ -161,10 +160,6 @@ def _one_of(names: list[str]) -> str:
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def _children(tree: Tree | None) -> list:
-    return [] if tree is None else tree.children
 
 
 class _Builder:
@@ -590,4 +585,4 @@ def _unquote(token: Token) -> str:
     return re.sub(r"\\(.)", r"\1", str(token)[1:-1])
 
 
-__all__ = ["describe", "parse_cpy"]
+__all__ = ["parse_cpy"]

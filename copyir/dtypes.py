@@ -59,8 +59,3 @@ DTYPES: tuple[DType, ...] = (
 BY_NAME: dict[str, DType] = {d.name: d for d in DTYPES} | {d.alias: d for d in DTYPES}
 BY_IR: dict[Attribute, DType] = {d.ir: d for d in DTYPES}
 KNOWN_NAMES = ", ".join(d.name for d in DTYPES)
-
-
-def dtype_of(ir: Attribute) -> DType:
-    """The copyir dtype of an xDSL element type (KeyError if unsupported)."""
-    return BY_IR[ir]

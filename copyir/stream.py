@@ -77,6 +77,15 @@ class Origin:
         return f"{where} {self.detail}".rstrip()
 
 
+def row_major(shape) -> tuple[int, ...]:
+    """Strides in elements of a dense row-major array of this shape."""
+    strides, step = [], 1
+    for extent in reversed(tuple(shape)):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
 def instruction_dtype(rank: int) -> np.dtype:
     """One row of the instruction table; shapes are padded to `rank`."""
     vector = ("<i8", (rank,))

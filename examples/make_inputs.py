@@ -25,9 +25,11 @@ def read_parameters(stream) -> list:
         b
         for b in stream.buffers
         if b.param
-        and ((starts["src_address"] >= b.address)
-             & (starts["src_address"] < b.address + b.nbytes)
-             & (starts["src_space"] == 0)).any()
+        and (
+            (starts["src_address"] >= b.address)
+            & (starts["src_address"] < b.address + b.nbytes)
+            & (starts["src_space"] == 0)
+        ).any()
     ]
 
 

@@ -39,17 +39,10 @@ from copyir.dialects.copy import (
     loc_of,
 )
 from copyir.errors import CopyIRError
+from copyir.stream import row_major
 
 Strided = tuple[str, int, list[int], list[int]]
 """(space, byte address, shape, strides in elements) of one end of a DMA."""
-
-
-def _row_major(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return strides[::-1]
 
 
 class _Lowering:
@@ -171,7 +164,7 @@ class _Lowering:
         space, address = self.buffers[value]
         type: RefType = value.type
         shape = list(type.get_shape())
-        strides = _row_major(shape)
+        strides = list(row_major(shape))
         offset = 0
         for view in reversed(views):
             subscripts = view.subscripts()
@@ -195,7 +188,7 @@ class _Lowering:
         first = self.sems[value]
         if not indices:
             return first
-        strides = _row_major(list(value.type.get_shape()))
+        strides = row_major(list(value.type.get_shape()))
         return first + sum(i * s for i, s in zip(indices, strides, strict=False))
 
 

@@ -18,8 +18,6 @@ instruction per step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
@@ -129,10 +127,6 @@ class WaitOp(IRDLOperation):
     bytes = prop_def(IntegerAttr[I64])
 
     assembly_format = "`sem` $sem `bytes` $bytes attr-dict"
-
-
-def int_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, values)
 
 
 Dma = Dialect("dma", [ProgramOp, BufferOp, StartOp, WaitOp], [])
