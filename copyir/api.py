@@ -68,12 +68,16 @@ def parse(text: str, filename: str = "<input>", format: str | None = None) -> Mo
     return module
 
 
-def verify(module: ModuleOp) -> None:
-    """Raise the program's first error; return None when it is valid."""
+def verify(module: ModuleOp, target: str = "default") -> None:
+    """Raise the program's first error; return None when it is valid.
+
+    `target` (a built-in name or a TOML file) bounds each buffer's size.
+    """
     from copyir.passes.verify import verify as verify_module
+    from copyir.target import get_target
 
     with _gc_paused():
-        verify_module(module)
+        verify_module(module, get_target(target))
 
 
 def kernels(module: ModuleOp) -> list[KernelOp]:
@@ -153,7 +157,7 @@ def lower(
 
     The caller's module is left as it was.
     """
-    verify(module)
+    verify(module, target)
     chosen = select_kernel(module, kernel)
     single = ModuleOp([chosen.clone()])
     apply_passes(single, pipeline(None, target))

@@ -80,6 +80,7 @@ def _verify_parser(commands) -> None:
     )
     verify.add_argument("files", nargs="+", metavar="FILE", help="`-` reads stdin")
     _add_input_options(verify)
+    _add_target_option(verify)
     _add_emit_options(verify)
     verify.add_argument(
         "--verify-diagnostics",
@@ -225,6 +226,7 @@ def _add_emit_options(parser: argparse.ArgumentParser, default=None) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    _check_target(args.target)
     if args.output and args.emit is None:
         raise UsageError("-o needs --emit")
     if args.output and len(args.files) > 1:
@@ -407,7 +409,7 @@ def _checked(text: str, name: str, args: argparse.Namespace, verify: bool = True
                     other.detach()
                     other.erase()
         if verify:
-            copyir.verify(module)
+            copyir.verify(module, args.target)
     except CopyIRError as err:
         return None, err
     return module, None

@@ -75,6 +75,11 @@ OVER_CAPACITY = (
     "{name} needs {size} bytes of {space}, more than its capacity of "
     "{capacity} bytes in target {target}"
 )
+RANK_TOO_LARGE = "Refs have at most {limit} dimensions, got {rank}"
+TOO_MANY_SEMAPHORES = (
+    "Semaphore array {name} has {count} semaphores, more than the {limit} allowed"
+)
+DUPLICATE_KERNEL = "Kernel {name} is defined twice"
 BAD_SEMAPHORE_SHAPE = "Every dimension of a semaphore array must be >= 1, got {shape}"
 
 # Names and order.

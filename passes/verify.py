@@ -17,26 +17,45 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
-from copyir.dialects.copy import KernelOp, describe, loc_of
+from copyir.dialects.copy import (
+    AllocOp,
+    BufferedRefOp,
+    KernelOp,
+    RefType,
+    describe,
+    loc_of,
+)
 from copyir.errors import CopyIRError
+from copyir.target import DEFAULT, Target, get_target
 
 
-def verify(module: ModuleOp) -> None:
-    """Raise the program's first error as a located `CopyIRError`."""
+def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
+    """Raise the program's first error as a located `CopyIRError`.
+
+    Besides each op's own checks: values defined before use, kernel names
+    unique, and every buffer no larger than its space in the target.
+    """
     kernels = list(module.ops)
     if not kernels:
         raise CopyIRError(errors.NO_KERNELS, loc_of(module.location))
     if any(block.args for block in module.body.blocks):
         raise CopyIRError(errors.MODULE_ARGUMENTS, loc_of(module.location))
+    names = set()
     for kernel in kernels:
         if not isinstance(kernel, KernelOp):
             raise CopyIRError(
                 errors.NOT_A_KERNEL.format(op=kernel.name), loc_of(kernel.location)
             )
-        _verify_op(kernel, set())
+        if kernel.kernel_name in names:
+            raise CopyIRError(
+                errors.DUPLICATE_KERNEL.format(name=kernel.kernel_name),
+                loc_of(kernel.location),
+            )
+        names.add(kernel.kernel_name)
+        _verify_op(kernel, set(), target)
 
 
-def _verify_op(op: Operation, defined: set[SSAValue]) -> None:
+def _verify_op(op: Operation, defined: set[SSAValue], target: Target) -> None:
     loc = loc_of(op.location)
     for operand in op.operands:
         if operand not in defined:
@@ -49,6 +68,7 @@ def _verify_op(op: Operation, defined: set[SSAValue]) -> None:
         raise CopyIRError(str(err), loc) from None
     except CopyIRError as err:
         raise err.at(loc) from None
+    _check_capacity(op, target)
     for region in op.regions:
         for block in region.blocks:
             inner = defined | set(block.args)
@@ -58,9 +78,37 @@ def _verify_op(op: Operation, defined: set[SSAValue]) -> None:
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
                     )
-                _verify_op(child, inner)
+                _verify_op(child, inner, target)
                 inner.update(child.results)
     defined.update(op.results)
+
+
+def _check_capacity(op: Operation, target: Target) -> None:
+    """No single buffer larger than its memory space (all of them together
+    are assign-addresses' business)."""
+    if isinstance(op, KernelOp):
+        for arg, name in zip(op.params, op.param_names, strict=True):
+            _fits(name, arg.type, target, loc_of(arg.location))
+    elif isinstance(op, AllocOp):
+        _fits(describe(op.result), op.result.type, target, loc_of(op.location))
+    elif isinstance(op, BufferedRefOp):
+        name = f"the window of {describe(op.result)}"
+        _fits(name, op.result.type.window_type, target, loc_of(op.location))
+
+
+def _fits(name: str, type: RefType, target: Target, loc) -> None:
+    space = type.space_name
+    if type.nbytes > target.capacity(space):
+        raise CopyIRError(
+            errors.OVER_CAPACITY.format(
+                name=name,
+                size=type.nbytes,
+                space=space,
+                capacity=target.capacity(space),
+                target=target.name,
+            ),
+            loc,
+        )
 
 
 @dataclass(frozen=True)
@@ -69,5 +117,8 @@ class VerifyPass(ModulePass):
 
     name = "verify"
 
+    target: str = "default"
+    """The target whose capacities bound each buffer."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        verify(op)
+        verify(op, get_target(self.target))

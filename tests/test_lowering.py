@@ -139,19 +139,41 @@ def test_lowering_errors_through_the_cli(path, capsys):
 
 
 def test_small_target_runs_out_of_vmem():
-    text = "kernel k(x: f32[8] @hbm) {\n  a = alloc f32[300, 1024] @vmem\n}\n"
+    text = (
+        "kernel k(x: f32[8] @hbm) {\n  a = alloc f32[200, 1024] @vmem\n"
+        "  b = alloc f32[100, 1024] @vmem\n}\n"
+    )
     module = copyir.parse(text, filename="t.cpy")
     with pytest.raises(CopyIRError) as caught:
         copyir.lower(module, target="small")
     assert str(caught.value) == errors.DOES_NOT_FIT.format(
-        name="a",
-        size=300 * 1024 * 4,
+        name="b",
+        size=100 * 1024 * 4,
         space="vmem",
-        free=1 << 20,
+        free=(1 << 20) - 200 * 1024 * 4,
         capacity=1 << 20,
         target="small",
     )
-    assert caught.value.loc.line == 2
+    assert caught.value.loc.line == 3
+
+
+def test_the_verifier_bounds_each_buffer_by_the_chosen_target(tmp_path):
+    text = "kernel k(x: f32[8] @hbm) {\n  a = alloc u8[201326592] @vmem\n}\n"
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(copyir.parse(text))
+    assert str(caught.value) == errors.OVER_CAPACITY.format(
+        name="a", size=3 << 26, space="vmem", capacity=1 << 27, target="default"
+    )
+    big = tmp_path / "big.toml"
+    big.write_text(
+        '[hbm]\ncapacity = "64 GiB"\n[vmem]\ncapacity = "1 GiB"\n[smem]\ncapacity = 4096\n'
+    )
+    copyir.verify(copyir.parse(text), target=str(big))
+    program = copyir.lower(copyir.parse(text), target=str(big))
+    assert copyir.to_stream(program).target == "big"
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(copyir.parse(text), target="small")
+    assert str(caught.value).endswith("capacity of 1048576 bytes in target small")
 
 
 def test_target_from_a_toml_file(tmp_path):

@@ -60,13 +60,16 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from copyir import errors, pytree
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
 from copyir.errors import CopyIRError, Loc, Note
-from copyir.target import DEFAULT
 
 # --------------------------------------------------------------------------
 # Memory spaces
 # --------------------------------------------------------------------------
 
 SPACES = ("hbm", "vmem", "smem")
+MAX_RANK = 32
+"""Refs have at most this many dimensions (numpy's own limit is 64)."""
+MAX_SEMAPHORES = 1 << 20
+"""A semaphore array has at most this many semaphores."""
 SPACE_ALIASES = {"any": "hbm"}
 ACTIONS = ("start", "wait")
 
@@ -108,6 +111,10 @@ class RefType(ParametrizedAttribute, TypeAttribute):
         super().__init__(_int_array(shape), element_type, StringAttr(space))
 
     def verify(self) -> None:
+        if len(self.shape) > MAX_RANK:
+            raise CopyIRError(
+                errors.RANK_TOO_LARGE.format(limit=MAX_RANK, rank=len(self.shape))
+            )
         if self.element_type not in BY_IR:
             raise CopyIRError(
                 errors.UNKNOWN_DTYPE.format(dtype=self.element_type, known=KNOWN_NAMES)
@@ -408,21 +415,6 @@ def describe(value: SSAValue) -> str:
 # --------------------------------------------------------------------------
 
 
-def _check_capacity(name: str, type: RefType) -> None:
-    space = type.space_name
-    capacity = DEFAULT.capacity(space)
-    if type.nbytes > capacity:
-        raise CopyIRError(
-            errors.OVER_CAPACITY.format(
-                name=name,
-                size=type.nbytes,
-                space=space,
-                capacity=capacity,
-                target=DEFAULT.name,
-            )
-        )
-
-
 def expect_ref(op: str, role: str, value: SSAValue) -> RefType:
     """The value's RefType, or EXPECTED_REF naming what it is instead."""
     if isinstance(value.type, RefType):
@@ -544,7 +536,6 @@ class KernelOp(IRDLOperation):
                     raise CopyIRError(
                         errors.PARAM_NOT_HBM.format(name=name, type=type.describe())
                     )
-                _check_capacity(name, type)
             except CopyIRError as err:
                 raise err.at(loc_of(arg.location)) from None
 
@@ -602,7 +593,6 @@ class AllocOp(IRDLOperation):
                     name=describe(self.result), type=type.describe()
                 )
             )
-        _check_capacity(describe(self.result), type)
 
 
 @irdl_op_definition
@@ -622,11 +612,19 @@ class SemaphoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         type = self.result.type
-        if isinstance(type, SemaphoreArrayType) and (
-            not type.shape.data or any(d < 1 for d in type.get_shape())
-        ):
+        if not isinstance(type, SemaphoreArrayType):
+            return
+        shape = type.get_shape()
+        if not shape or any(d < 1 for d in shape):
+            raise CopyIRError(errors.BAD_SEMAPHORE_SHAPE.format(shape=list(shape)))
+        count = 1
+        for extent in shape:
+            count *= extent
+        if count > MAX_SEMAPHORES:
             raise CopyIRError(
-                errors.BAD_SEMAPHORE_SHAPE.format(shape=list(type.get_shape()))
+                errors.TOO_MANY_SEMAPHORES.format(
+                    count=count, name=describe(self.result), limit=MAX_SEMAPHORES
+                )
             )
 
 
@@ -756,6 +754,13 @@ class ViewOp(IRDLOperation):
                 )
             )
         subscripts = self.subscripts()
+        if any(dropped and size != 1 for _, size, dropped in subscripts):
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=describe(self.source),
+                    why="an indexed dimension must have size 1",
+                )
+            )
         for dim, (offset, size, dropped) in enumerate(subscripts):
             extent = shape[dim]
             if offset < 0 or size < 1 or offset + size > extent:
@@ -891,6 +896,14 @@ class SemIndexOp(IRDLOperation):
         for dim, index in enumerate(indices):
             if not 0 <= index < shape[dim]:
                 _subscript_error(self, dim, shape[dim], index, 1, True)
+        expected = sem_index_result_type(type, len(indices))
+        if self.result.type != expected:
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=describe(self.source),
+                    why=f"its type should be {describe_type(expected)}",
+                )
+            )
 
     @classmethod
     def parse(cls, parser: Parser) -> SemIndexOp:
@@ -1293,7 +1306,6 @@ class BufferedRefOp(IRDLOperation):
             raise CopyIRError(errors.BAD_BUFFERS.format(buffers=type.buffers.data))
         if type.space.data not in ("vmem", "smem"):
             raise CopyIRError(errors.WINDOW_SPACE.format(space=type.space.data))
-        _check_capacity(f"the window of {describe(self.result)}", type.window_type)
 
 
 def _block_text(block: Sequence[BlockDimAttr]) -> str:
