@@ -32,6 +32,7 @@ type, -1 in signed integers, the maximum in unsigned ones and True in bool.
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import random
 from collections.abc import Mapping
@@ -155,9 +156,12 @@ class _Written:
         view = self._view(box)
         if view.all():
             return None
-        return _index_of(
-            self.buffer, box, np.unravel_index(np.argmin(view), view.shape)
-        )
+        local = np.unravel_index(np.argmin(view), view.shape)
+        if box.slices is not None:  # the view keeps the buffer's dimensions
+            return tuple(
+                int(s.start + i) for s, i in zip(box.slices, local, strict=True)
+            )
+        return _index_of(self.buffer, box, local)
 
     def unwritten_flat(self) -> np.ndarray | None:
         """The never-written elements as a flat mask (None when all are)."""
@@ -169,12 +173,13 @@ class _Written:
 
     def _view(self, box: Box) -> np.ndarray:
         if box.slices is not None:
-            return self.mask[box.slices]
+            return self.mask[(*box.slices, ...)]
         return _strided(self.mask.reshape(-1), box)
 
 
 def _index_of(buffer: Buffer, box: Box, local: tuple) -> tuple[int, ...]:
-    """The buffer index of an element given by its index inside a box."""
+    """The buffer index of an element given by its index inside the box
+    (`()` for the box's first element)."""
     offset = box.offset + sum(
         int(i) * s for i, s in zip(local, box.strides, strict=False)
     )
@@ -221,7 +226,7 @@ class _Compiler:
         for i, buffer in enumerate(self.buffers):
             if buffer.param and buffer.name in provided:
                 self.written[i].mark_all()
-        self.sems = [_Semaphore() for _ in range(stream.semaphores)]
+        self.sems: dict[int, _Semaphore] = collections.defaultdict(_Semaphore)
         self.in_flight: list[_Dma] = []
         self.schedule: list[tuple[int, int]] = []
         self.now = 0
@@ -448,7 +453,7 @@ class _Compiler:
             )
             for d in self.in_flight
         ]
-        for sem, semaphore in enumerate(self.sems):
+        for sem, semaphore in sorted(self.sems.items()):
             if semaphore.started != semaphore.consumed:
                 notes.append(
                     Note(
@@ -506,7 +511,7 @@ class Executable:
                 sizes[buffer.space] = max(
                     sizes.get(buffer.space, 0), buffer.address + buffer.nbytes
                 )
-        self.arenas = {space: np.empty(size, np.uint8) for space, size in sizes.items()}
+        self.arenas = {space: _arena(space, size) for space, size in sizes.items()}
         self._views: dict[int, np.ndarray] = {
             i: self._arena_view(buffer)
             for i, buffer in enumerate(stream.buffers)
@@ -543,7 +548,7 @@ class Executable:
         base = self._views[box.buffer] if base is None else base
         if box.slices is None:
             return _strided(base.reshape(-1), box)
-        view = base[box.slices]  # only unit dimensions differ: a view
+        view = base[(*box.slices, ...)]  # `...` keeps a 0-d result a view
         return view if view.shape == box.shape else view.reshape(box.shape)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -634,6 +639,15 @@ def as_input(array: np.ndarray, want: np.dtype) -> np.ndarray:
     if array.dtype != want and raw and array.dtype.itemsize == want.itemsize:
         return array.view(want)
     return array
+
+
+def _arena(space: str, size: int) -> np.ndarray:
+    try:
+        return np.empty(size, np.uint8)
+    except (MemoryError, ValueError) as err:  # the machine cannot hold it
+        raise CopyIRError(
+            errors.CANNOT_ALLOCATE.format(size=size, space=space, why=err)
+        ) from None
 
 
 def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:

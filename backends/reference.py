@@ -86,7 +86,7 @@ class CopyReference(InterpreterFunctions):
             offset if dropped else slice(offset, offset + size)
             for offset, size, dropped in op.subscripts()
         )
-        return (source[index],)
+        return (source[(*index, ...)],)  # `...`: a view even when all are indexed
 
     @impl(DmaOp)
     def run_dma(self, interpreter: Interpreter, op: DmaOp, args: PythonValues):
@@ -121,8 +121,8 @@ class CopyReference(InterpreterFunctions):
                 index.append(slice(i, i + size))
             else:
                 index.append(slice(i * size, (i + 1) * size))
-        block = array[tuple(index)]
-        slot = window[op.slot_value][tuple(slice(0, n) for n in block.shape)]
+        block = array[(*index, ...)]
+        slot = window[(op.slot_value, *(slice(0, n) for n in block.shape), ...)]
         if op.copy_in:
             slot[...] = block
         else:

@@ -18,7 +18,7 @@ from copyir.api import PipelineError
 from copyir.diagnostics import format_error
 from copyir.errors import CopyIRError
 from copyir.expectations import check, expectations, split_chunks
-from copyir.files import UnreadableInput, read_source, write_atomic
+from copyir.files import FileError, read_source, write_atomic
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CopyIRError as err:
         print(format_error(err, getattr(args, "sources", {})), file=sys.stderr)
         return EXIT_INVALID
-    except (UsageError, UnreadableInput, PipelineError) as err:
+    except (UsageError, FileError, PipelineError) as err:
         print(f"copyir: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -361,14 +361,16 @@ def _stream(args: argparse.Namespace):
     path = args.file
     if path.endswith(".npz"):
         if os.path.isdir(path):
-            raise UnreadableInput(f"{path} is a directory")
+            raise FileError(f"{path} is a directory")
         if not os.path.exists(path):
-            raise UnreadableInput(f"cannot read {path}: No such file or directory")
+            raise FileError(f"cannot read {path}: No such file or directory")
         return load_npz(path, path)
     if path.endswith(".dma"):
         text, name = read_source(path)
         args.sources = {name: text}
-        return from_program(parse_dma(text, name))
+        stream = from_program(parse_dma(text, name))
+        stream.validate(name)
+        return stream
     _check_target(args.target)
     module = _load(path, args, verify=False)
     return copyir.to_stream(copyir.lower(module, args.kernel, args.target))
@@ -427,10 +429,12 @@ def _write(output: str | None, text: str) -> None:
 
 
 def _refuse_overwriting_inputs(output: str | None, inputs: Sequence[str]) -> None:
-    if output is None or output == "-":
+    """Never write over an input; `--input NAME=FILE` names FILE."""
+    if output is None or output == "-" or not os.path.exists(output):
         return
-    for path in inputs:
-        if path != "-" and os.path.exists(output) and os.path.samefile(output, path):
+    for spec in inputs:
+        path = spec.partition("=")[2] or spec
+        if path != "-" and os.path.exists(path) and os.path.samefile(output, path):
             raise UsageError(f"refusing to overwrite the input file {path}")
 
 

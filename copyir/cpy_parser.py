@@ -239,11 +239,14 @@ class _Builder:
         return op
 
     def define(self, token: Token, value: SSAValue) -> None:
+        self.define_alias(token, value)
+        set_name(value, str(token))
+
+    def define_alias(self, token: Token, value: SSAValue) -> None:
         name = str(token)
         if name in self.names:
             first = self.names[name][1]
             raise self.error(token, errors.DEFINED_TWICE.format(name=name, line=first))
-        set_name(value, name)
         self.names[name] = (value, token.line)
 
     def lookup(self, token: Token) -> SSAValue:
@@ -315,8 +318,8 @@ class _Builder:
             value = self.operand(rhs.children[0])
             if value.name_hint is None:
                 self.define(target, value)
-            else:
-                self.names[str(target)] = (value, target.line)
+            else:  # another name for a named value: an alias, defined once too
+                self.define_alias(target, value)
 
     def dma_stmt(self, tree: Tree) -> None:
         kind, src, dst, sem, *options = tree.children

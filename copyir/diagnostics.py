@@ -34,12 +34,23 @@ def _site(
     return lines
 
 
+MAX_SOURCE = 1 << 24
+"""Larger files are not read for a diagnostic's source line."""
+
+
 def _source_line(loc: Loc, sources: Mapping[str, str]) -> str | None:
-    """Line `loc.line` of the file, from the texts at hand or from disk."""
+    """Line `loc.line` of the file, from the texts at hand or from disk.
+
+    A location can name any path (a `loc(...)` is user text), so only a
+    regular file of reasonable size is read: never a device or a pipe.
+    """
     text = sources.get(loc.file)
     if text is None:
+        path = Path(loc.file)
         try:
-            text = Path(loc.file).read_text(encoding="utf-8")
+            if not path.is_file() or path.stat().st_size > MAX_SOURCE:
+                return None
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError, ValueError):
             return None
     lines = text.splitlines()

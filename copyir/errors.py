@@ -190,3 +190,5 @@ RUN_UNKNOWN_INPUT = (
 )
 RUN_INPUT_MISMATCH = "Input {name} is {got}, but parameter {name} is {want}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"
+STREAM_MALFORMED = "Malformed DMA stream: {why}"
+CANNOT_ALLOCATE = "Cannot allocate {size} bytes of {space} for the stream: {why}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -32,9 +33,11 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from copyir.dialects import dma
 from copyir.dialects.copy import (
+    MAX_RANK,
     detail_of,
     i64_array,
     int_values,
@@ -62,7 +65,7 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * BY_NAME[self.dtype].itemsize
+        return math.prod(self.shape) * BY_NAME[self.dtype].itemsize
 
 
 @dataclass(frozen=True)
@@ -130,17 +133,27 @@ class Stream:
         position = int(self.instructions["origin"][index])
         return self.origins[position] if position >= 0 else Origin(None)
 
-    def validate(self, name: str = "<input>") -> None:
+    def validate(self, name: str | None = None) -> None:
         """Check that every code and index in the tables is in range, so that
         a stream from a file cannot send the interpreter out of its tables."""
         table = self.instructions
         problems = []
+        if table.ndim != 1:
+            problems.append("an instruction table that is not one row each")
+            table = table.reshape(-1)
         if self.semaphores < 0:
             problems.append("a negative semaphore count")
+        if len({b.name for b in self.buffers}) != len(self.buffers):
+            problems.append("a buffer declared twice")
         for buffer in self.buffers:
             if buffer.space not in SPACES or buffer.dtype not in BY_NAME:
                 problems.append(f"buffer {buffer.name} has an unknown space or dtype")
-            if buffer.address < 0 or any(d < 1 for d in buffer.shape):
+            elif (
+                buffer.address < 0
+                or len(buffer.shape) > MAX_RANK
+                or any(d < 1 for d in buffer.shape)
+                or buffer.address + buffer.nbytes >= 1 << 62
+            ):
                 problems.append(f"buffer {buffer.name} has a bad address or shape")
         checks = {
             "an unknown instruction": table["op"] > WAIT,
@@ -163,8 +176,10 @@ class Stream:
         if bad_start.any():
             problems.append("a start with an out-of-range field")
         if problems:
+            where = f" {name}" if name else ""
             raise CopyIRError(
-                f"Cannot read DMA stream {name}: {problems[0]}", Loc(name, 1, 1)
+                f"Cannot read DMA stream{where}: {problems[0]}",
+                Loc(name, 1, 1) if name else None,
             )
 
     def __eq__(self, other: object) -> bool:
@@ -348,6 +363,7 @@ def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
             "A .dma file holds exactly one dma.program", Loc(filename, 1, 1)
         )
     program = programs[0]
+    _verify_program(program)
     lines = text.splitlines()
     for op in program.body.block.ops:
         loc = loc_of(op.location)
@@ -370,6 +386,17 @@ def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
         )
     program.detach()
     return program
+
+
+def _verify_program(program: dma.ProgramOp) -> None:
+    """Each op's own checks, the first error located in the .dma file."""
+    for op in [program, *program.body.block.ops]:
+        try:
+            op.verify_()
+        except VerifyException as err:
+            raise CopyIRError(str(err), loc_of(op.location)) from None
+        except CopyIRError as err:
+            raise err.at(loc_of(op.location)) from None
 
 
 # -- binary -------------------------------------------------------------------
@@ -407,8 +434,14 @@ def load_npz(file, name: str = "<input>") -> Stream:
         with np.load(file, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
             instructions = data["instructions"]
-        if meta.get("format") != "copyir-dma" or meta.get("version") != FORMAT_VERSION:
+        if (
+            not isinstance(meta, dict)
+            or meta.get("format") != "copyir-dma"
+            or meta.get("version") != FORMAT_VERSION
+        ):
             raise ValueError("not a copyir DMA stream of this version")
+        if instructions.ndim != 1 or instructions.dtype.names is None:
+            raise ValueError("its instruction table is not a table")
         buffers = [
             Buffer(n, s, int(a), d, tuple(int(x) for x in shape), bool(p))
             for n, s, a, d, shape, p in meta["buffers"]
@@ -420,6 +453,8 @@ def load_npz(file, name: str = "<input>") -> Stream:
         rank = instructions.dtype["shape"].shape[0]
         if instructions.dtype != instruction_dtype(rank):
             raise ValueError("unexpected instruction table layout")
+        if not isinstance(meta["kernel"], str) or not isinstance(meta["target"], str):
+            raise ValueError("its kernel and target must be names")
         stream = Stream(
             str(meta["kernel"]),
             str(meta["target"]),
@@ -428,7 +463,14 @@ def load_npz(file, name: str = "<input>") -> Stream:
             instructions,
             origins,
         )
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as err:
+    except (  # what malformed data makes numpy, json and the unpacking raise
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        zipfile.BadZipFile,
+    ) as err:
         raise CopyIRError(
             f"Cannot read DMA stream {name}: {err}", Loc(name, 1, 1)
         ) from None
