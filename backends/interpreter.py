@@ -412,7 +412,7 @@ class _Compiler:
             raise self.fail(
                 index,
                 errors.RUN_UNSATISFIABLE_WAIT.format(
-                    sem=sem, need=need, available=available
+                    sem=self.stream.sem_name(sem), need=need, available=available
                 ),
             )
         while semaphore.arrived - semaphore.consumed < need:
@@ -448,7 +448,8 @@ class _Compiler:
         first = self.in_flight[0]
         notes = [
             Note(
-                f"DMA of {d.bytes} bytes on semaphore {d.sem} started here",
+                f"DMA of {d.bytes} bytes on semaphore {self.stream.sem_name(d.sem)} "
+                "started here",
                 self.stream.origin(d.index).loc,
             )
             for d in self.in_flight
@@ -457,7 +458,7 @@ class _Compiler:
             if semaphore.started != semaphore.consumed:
                 notes.append(
                     Note(
-                        f"semaphore {sem} ends at "
+                        f"semaphore {self.stream.sem_name(sem)} ends at "
                         f"{semaphore.started - semaphore.consumed} bytes, not zero"
                     )
                 )

@@ -69,6 +69,19 @@ class Buffer:
 
 
 @dataclass(frozen=True)
+class SemaphoreName:
+    """The name a user gave a semaphore, or an array of them from `first` on."""
+
+    name: str
+    first: int
+    shape: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
 class Origin:
     """Where an instruction came from: a source position and a note."""
 
@@ -123,6 +136,17 @@ class Stream:
     buffers: list[Buffer]
     instructions: np.ndarray
     origins: list[Origin] = field(default_factory=list)
+    semaphore_names: list[SemaphoreName] = field(default_factory=list)
+
+    def sem_name(self, sem: int) -> str:
+        """A semaphore as the program named it (`s`, `sems[1, 0]`), else its id."""
+        for named in self.semaphore_names:
+            if named.first <= sem < named.first + named.count:
+                if not named.shape:
+                    return named.name
+                index = np.unravel_index(sem - named.first, named.shape)
+                return f"{named.name}[{', '.join(str(int(i)) for i in index)}]"
+        return str(sem)
 
     @property
     def rank(self) -> int:
@@ -182,17 +206,20 @@ class Stream:
                 Loc(name, 1, 1) if name else None,
             )
 
+    def _header(self) -> tuple:
+        return (
+            self.kernel,
+            self.target,
+            self.semaphores,
+            self.buffers,
+            self.origins,
+            self.semaphore_names,
+        )
+
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, Stream)
-            and (self.kernel, self.target, self.semaphores, self.buffers, self.origins)
-            == (
-                other.kernel,
-                other.target,
-                other.semaphores,
-                other.buffers,
-                other.origins,
-            )
+            and self._header() == other._header()
             and self.instructions.dtype == other.instructions.dtype
             and np.array_equal(self.instructions, other.instructions)
         )
@@ -248,6 +275,11 @@ def from_program(program: dma.ProgramOp) -> Stream:
         for op in ops
         if isinstance(op, dma.BufferOp)
     ]
+    names = [
+        SemaphoreName(op.sem_name.data, op.first.value.data, int_values(op.shape))
+        for op in ops
+        if isinstance(op, dma.SemaphoreDeclOp)
+    ]
     return Stream(
         program.sym_name.data,
         program.target.data,
@@ -255,6 +287,7 @@ def from_program(program: dma.ProgramOp) -> Stream:
         buffers,
         table,
         list(origins),
+        names,
     )
 
 
@@ -272,6 +305,13 @@ def to_program(stream: Stream) -> dma.ProgramOp:
         if buffer.param:
             properties["param"] = UnitAttr()
         ops.append(dma.BufferOp.create(properties=properties))
+    for named in stream.semaphore_names:
+        properties = {
+            "sem_name": StringAttr(named.name),
+            "first": IntegerAttr(named.first, i64),
+            "shape": i64_array(named.shape),
+        }
+        ops.append(dma.SemaphoreDeclOp.create(properties=properties))
     locations = [_location(origin) for origin in stream.origins]
     for row in range(len(stream.instructions)):
         entry = stream.instructions[row]
@@ -343,7 +383,8 @@ def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
         text = line.getvalue()
         out.write("  " + text)
         loc = loc_of(op.location)
-        if origins and loc is not None and not isinstance(op, dma.BufferOp):
+        instruction = isinstance(op, dma.StartOp | dma.WaitOp)
+        if origins and loc is not None and instruction:
             detail = detail_of(op.location)
             out.write(f"  // {loc}{' ' + detail if detail else ''}")
         out.write("\n")
@@ -414,6 +455,9 @@ def save_npz(stream: Stream, file) -> None:
             [b.name, b.space, b.address, b.dtype, list(b.shape), b.param]
             for b in stream.buffers
         ],
+        "semaphore_names": [
+            [n.name, n.first, list(n.shape)] for n in stream.semaphore_names
+        ],
         "origins": [
             [o.loc.file, o.loc.line, o.loc.col, o.detail]
             if o.loc
@@ -455,6 +499,10 @@ def load_npz(file, name: str = "<input>") -> Stream:
             raise ValueError("unexpected instruction table layout")
         if not isinstance(meta["kernel"], str) or not isinstance(meta["target"], str):
             raise ValueError("its kernel and target must be names")
+        names = [
+            SemaphoreName(str(n), int(first), tuple(int(x) for x in shape))
+            for n, first, shape in meta.get("semaphore_names", [])
+        ]
         stream = Stream(
             str(meta["kernel"]),
             str(meta["target"]),
@@ -462,6 +510,7 @@ def load_npz(file, name: str = "<input>") -> Stream:
             buffers,
             instructions,
             origins,
+            names,
         )
     except (  # what malformed data makes numpy, json and the unpacking raise
         OSError,

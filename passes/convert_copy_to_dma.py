@@ -115,11 +115,23 @@ class _Lowering:
                 raise self.needs("assign-addresses", "a semaphore has no id", op)
             first = op.attributes[SEM_ID].value.data
             self.sems[op.result] = first
+            type = op.result.type
+            shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
             count = 1
-            if isinstance(op.result.type, SemaphoreArrayType):
-                for extent in op.result.type.get_shape():
-                    count *= extent
+            for extent in shape:
+                count *= extent
             self.semaphores = max(self.semaphores, first + count)
+            if op.result.name_hint:  # named by the user: named in messages too
+                properties = {
+                    "sem_name": StringAttr(op.result.name_hint),
+                    "first": IntegerAttr(first, i64),
+                    "shape": i64_array(shape),
+                }
+                self.declarations.append(
+                    dma.SemaphoreDeclOp.create(
+                        properties=properties, location=op.location
+                    )
+                )
         elif isinstance(op, DmaOp):
             self.ops.append(self.instruction(op))
         elif not isinstance(op, ViewOp | SemIndexOp):

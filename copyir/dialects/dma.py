@@ -87,6 +87,11 @@ class ProgramOp(IRDLOperation):
                 if op.buffer_name.data in names:
                     raise _malformed(f"buffer {op.buffer_name.data} is declared twice")
                 names.add(op.buffer_name.data)
+            elif isinstance(op, SemaphoreDeclOp):
+                if op.first.value.data < 0 or op.first.value.data + op.count > count:
+                    raise _malformed(
+                        f"semaphore {op.sem_name.data} beyond the program's {count}"
+                    )
             elif isinstance(op, StartOp | WaitOp):
                 if not 0 <= op.sem.value.data < count:
                     raise _malformed(
@@ -131,6 +136,35 @@ class BufferOp(IRDLOperation):
         _check_shape(int_values(self.shape), self.element_type)
         if self.address.value.data < 0:
             raise _malformed(f"buffer {self.buffer_name.data} at a negative address")
+
+
+@irdl_op_definition
+class SemaphoreDeclOp(IRDLOperation):
+    """A named semaphore, or array of them, and its first id:
+    `dma.semaphore "sems" 1 [2, 3]` is ids 1 to 6, `sems[0, 0]` first.
+
+    Only for messages: instructions use ids. A semaphore the lowering made
+    itself (for a pytree or windowed copy) has no declaration.
+    """
+
+    name = "dma.semaphore"
+
+    sem_name = prop_def(StringAttr)
+    first = prop_def(IntegerAttr[I64])
+    shape = prop_def(DenseArrayBase[I64])
+
+    assembly_format = "$sem_name $first $shape attr-dict"
+
+    @property
+    def count(self) -> int:
+        count = 1
+        for extent in int_values(self.shape):
+            count *= extent
+        return count
+
+    def verify_(self) -> None:
+        if any(d < 1 for d in int_values(self.shape)):
+            raise _malformed(f"semaphore {self.sem_name.data} has a bad shape")
 
 
 @irdl_op_definition
@@ -191,4 +225,4 @@ class WaitOp(IRDLOperation):
             raise _malformed("a wait for a negative number of bytes")
 
 
-Dma = Dialect("dma", [ProgramOp, BufferOp, StartOp, WaitOp], [])
+Dma = Dialect("dma", [ProgramOp, BufferOp, SemaphoreDeclOp, StartOp, WaitOp], [])

@@ -4,6 +4,6 @@
 kernel never_waited(x: f32[8, 128] @hbm, y: f32[8, 128] @hbm) {
   s = semaphore
   # expected-error@+2 {{The program ends with 1 DMA(s) in flight: never waited, or waited for fewer bytes than they move}}
-  # expected-note@+1 {{DMA of 4096 bytes on semaphore 0 started here}}
+  # expected-note@+1 {{DMA of 4096 bytes on semaphore s started here}}
   copy_start x -> y, s
 }

@@ -11,6 +11,7 @@
 # CHECK-NEXT:   dma.buffer "y" "hbm" 1536000 f32 [1000, 384] param
 # CHECK-NEXT:   dma.buffer "bx" "vmem" 0 f32 [2, 128, 128]
 # CHECK-NEXT:   dma.buffer "row" "vmem" 131072 f32 [384]
+# CHECK-NEXT:   dma.semaphore "sems" 0 [2]
 kernel lowered(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm) {
   bx = buffered_ref x, block=(128, 128), buffers=2
   row = alloc f32[384] @vmem
@@ -28,7 +29,7 @@ kernel lowered(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm) {
 }
 
 # TEXT:      // copyir DMA stream: kernel lowered, target default
-# TEXT:      dma.start "hbm" 1377280 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128] sem 2  // {{.*}}convert-copy-to-dma.cpy:21:3 block (7, 2) slot 0
-# TEXT-NEXT: dma.wait sem 2 bytes 53248  // {{.*}}convert-copy-to-dma.cpy:21:3 block (7, 2) slot 0
-# TEXT-NEXT: dma.start "vmem" 131104 [1] -> "hbm" 1543712 [1] f32 [8] sem 1 add priority 1  // {{.*}}convert-copy-to-dma.cpy:25:3
+# TEXT:      dma.start "hbm" 1377280 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128] sem 2  // {{.*}}convert-copy-to-dma.cpy:22:3 block (7, 2) slot 0
+# TEXT-NEXT: dma.wait sem 2 bytes 53248  // {{.*}}convert-copy-to-dma.cpy:22:3 block (7, 2) slot 0
+# TEXT-NEXT: dma.start "vmem" 131104 [1] -> "hbm" 1543712 [1] f32 [8] sem 1 add priority 1  // {{.*}}convert-copy-to-dma.cpy:26:3
 # BARE:      dma.wait sem 2 bytes 53248{{$}}
