@@ -228,3 +228,22 @@ def test_fill_inputs_binds_every_parameter():
     filled = fill_inputs(stream, {}, "iota")
     assert sorted(filled) == ["a", "b", "out_a", "out_b"]
     assert filled["b"].dtype == np.int32 and filled["b"][0, 3] == 3
+
+
+def test_semaphores_keep_their_names_in_runtime_errors():
+    text = (
+        "kernel k(x: f32[4], y: f32[4]) {\n  sems = semaphore[2, 2]\n"
+        "  copy_start x -> y, sems[1, 0]\n  copy_wait x -> y, sems[1, 1]\n}\n"
+    )
+    with pytest.raises(CopyIRError) as caught:
+        copyir.run(copyir.parse(text), {"x": np.zeros(4, np.float32)})
+    assert str(caught.value) == errors.RUN_UNSATISFIABLE_WAIT.format(
+        sem="sems[1, 1]", need=16, available=0
+    )
+    stream = copyir.to_stream(copyir.lower(copyir.parse(text)))
+    assert [stream.sem_name(i) for i in range(4)] == [
+        "sems[0, 0]",
+        "sems[0, 1]",
+        "sems[1, 0]",
+        "sems[1, 1]",
+    ]
