@@ -684,14 +684,21 @@ def fill_inputs(
         if not buffer.param or buffer.name in filled:
             continue
         dtype = BY_NAME[buffer.dtype].numpy
-        count = int(np.prod(buffer.shape, dtype=np.int64))
-        if fill == "zeros":
-            values = np.zeros(count)
-        elif fill == "iota":
-            values = np.arange(count)
-        else:
-            values = rng.integers(0, 100, count)
-        filled[buffer.name] = values.astype(dtype).reshape(buffer.shape)
+        count = buffer.nbytes // dtype.itemsize
+        try:
+            if fill == "zeros":
+                values = np.zeros(count, dtype)
+            elif fill == "iota":
+                values = np.arange(count).astype(dtype)
+            else:
+                values = rng.integers(0, 100, count).astype(dtype)
+        except (MemoryError, ValueError) as err:  # the machine cannot hold it
+            raise CopyIRError(
+                errors.CANNOT_ALLOCATE_INPUT.format(
+                    size=buffer.nbytes, name=buffer.name, why=err
+                )
+            ) from None
+        filled[buffer.name] = values.reshape(buffer.shape)
     return filled
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import struct
 from io import StringIO
 
 from xdsl.context import Context
@@ -151,6 +152,8 @@ def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
         raise err.at(parser.loc(parser.pos)) from None
     except RecursionError:
         raise CopyIRError(errors.TOO_DEEP, parser.loc(parser.pos)) from None
+    except struct.error:  # xDSL packs a dense array's integers unchecked
+        raise CopyIRError(errors.ARRAY_INT_RANGE, parser.loc(parser.pos)) from None
     return module
 
 

@@ -46,6 +46,7 @@ from copyir.dialects.copy import (
 )
 from copyir.dtypes import BY_IR, BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
+from copyir.target import BUILTIN
 
 SPACES = ("hbm", "vmem", "smem")
 START, WAIT = 0, 1
@@ -179,6 +180,13 @@ class Stream:
                 or buffer.address + buffer.nbytes >= 1 << 62
             ):
                 problems.append(f"buffer {buffer.name} has a bad address or shape")
+            elif self.target in BUILTIN:
+                capacity = BUILTIN[self.target].capacity(buffer.space)
+                if buffer.address + buffer.nbytes > capacity:
+                    problems.append(
+                        f"buffer {buffer.name} ends past the {buffer.space} capacity "
+                        f"of target {self.target} ({capacity} bytes)"
+                    )
         checks = {
             "an unknown instruction": table["op"] > WAIT,
             "a semaphore id out of range": (table["sem"] < 0)
@@ -360,7 +368,7 @@ def _location(origin: Origin) -> Attribute | None:
 # -- text ---------------------------------------------------------------------
 
 _ORIGIN = re.compile(
-    r"//\s*(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)(?: (?P<detail>.*))?$"
+    r"//\s*(?P<file>.+?):(?P<line>\d{1,9}):(?P<col>\d{1,9})(?: (?P<detail>.*))?$"
 )
 
 

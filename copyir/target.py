@@ -85,7 +85,9 @@ def get_target(name_or_path: str) -> Target:
 
 
 def _target_from_table(table: dict, default_name: str) -> Target:
-    name = table.get("name", default_name)
+    name = str(table.get("name", default_name))
+    if name in BUILTIN:  # a stream names its target; keep the names unique
+        raise CopyIRError(f"Target name {name} is taken by a built-in target")
     spaces = {}
     for space in SPACES:
         entry = table.get(space)

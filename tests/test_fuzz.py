@@ -732,3 +732,65 @@ def test_mutated_examples_verify_or_fail_with_a_located_error():
         f"{summary}, of {len(kinds)} kinds:\n{table}\n"
         f"The first of the first {SHOWN_FAILURES} kinds:\n{shown}"
     )
+
+
+# -- lowered streams -------------------------------------------------------------
+
+STREAM_MUTANTS = 3_000
+
+
+@cache
+def stream_seeds() -> tuple[Seed, ...]:
+    """The `.dma` text of every valid example, and the hand-made stream."""
+    found = []
+    for path in VALID_EXAMPLES:
+        name = str(path.relative_to(ROOT))
+        program = copyir.lower(copyir.parse(path.read_text(), filename=name))
+        found.append(Seed(name.replace(".cpy", ".dma"), copyir.dma_text(program)))
+    for path in sorted((EXAMPLES / "invalid" / "run").glob("*.dma")):
+        found.append(Seed(str(path.relative_to(ROOT)), path.read_text()))
+    return tuple(found)
+
+
+def _run_stream_text(name: str, text: str) -> str:
+    from copyir.backends.interpreter import fill_inputs, run_stream
+
+    from copyir.stream import from_program, parse_dma
+
+    stream = from_program(parse_dma(text, name))
+    stream.validate(name)
+    run_stream(stream, fill_inputs(stream, {}, "random"), "random")
+    return "valid"
+
+
+def test_mutated_streams_run_or_fail_with_a_located_error():
+    mutations = [m for m, _ in MUTATIONS]
+    weights = [w for _, w in MUTATIONS]
+    counts: Counter[str] = Counter()
+    failures: list[Failure] = []
+    for i in range(STREAM_MUTANTS):
+        rng = random.Random(SEED * 7 + i)
+        seed = rng.choice(stream_seeds())
+        text, how = rng.choices(mutations, weights)[0](rng, seed.text)
+        try:
+            result = _run_stream_text(seed.name, text)
+        except CopyIRError as err:
+            problem = _location_problem(err)
+            result = "invalid" if problem is None else "internal"
+            if problem is not None:
+                failures.append(
+                    Failure(
+                        i, seed.name, text, how, _internal(problem, err, site=False)
+                    )
+                )
+        except Exception as err:
+            result = "internal"
+            failures.append(
+                Failure(i, seed.name, text, how, _internal(type(err).__qualname__, err))
+            )
+        counts[result] += 1
+    summary = f"{STREAM_MUTANTS} stream mutants: {dict(counts)}"
+    assert counts["valid"] >= STREAM_MUTANTS // 20, summary
+    assert counts["invalid"] >= STREAM_MUTANTS // 4, summary
+    shown = "\n".join(f.report() for f in failures[:SHOWN_FAILURES])
+    assert not failures, f"{summary}\n{shown}"
