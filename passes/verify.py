@@ -56,19 +56,19 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
 
 
 def _verify_op(op: Operation, defined: set[SSAValue], target: Target) -> None:
-    loc = loc_of(op.location)
     for operand in op.operands:
         if operand not in defined:
             raise CopyIRError(
-                errors.USED_BEFORE_DEFINED.format(name=describe(operand)), loc
+                errors.USED_BEFORE_DEFINED.format(name=describe(operand)),
+                loc_of(op.location),
             )
     try:
         op.verify_()
+        _check_capacity(op, target)
     except VerifyException as err:
-        raise CopyIRError(str(err), loc) from None
+        raise CopyIRError(str(err), loc_of(op.location)) from None
     except CopyIRError as err:
-        raise err.at(loc) from None
-    _check_capacity(op, target)
+        raise err.at(loc_of(op.location)) from None
     for region in op.regions:
         for block in region.blocks:
             inner = defined | set(block.args)
@@ -88,15 +88,18 @@ def _check_capacity(op: Operation, target: Target) -> None:
     are assign-addresses' business)."""
     if isinstance(op, KernelOp):
         for arg, name in zip(op.params, op.param_names, strict=True):
-            _fits(name, arg.type, target, loc_of(arg.location))
+            try:
+                _fits(name, arg.type, target)
+            except CopyIRError as err:
+                raise err.at(loc_of(arg.location)) from None
     elif isinstance(op, AllocOp):
-        _fits(describe(op.result), op.result.type, target, loc_of(op.location))
+        _fits(describe(op.result), op.result.type, target)
     elif isinstance(op, BufferedRefOp):
         name = f"the window of {describe(op.result)}"
-        _fits(name, op.result.type.window_type, target, loc_of(op.location))
+        _fits(name, op.result.type.window_type, target)
 
 
-def _fits(name: str, type: RefType, target: Target, loc) -> None:
+def _fits(name: str, type: RefType, target: Target) -> None:
     space = type.space_name
     if type.nbytes > target.capacity(space):
         raise CopyIRError(
@@ -106,8 +109,7 @@ def _fits(name: str, type: RefType, target: Target, loc) -> None:
                 space=space,
                 capacity=target.capacity(space),
                 target=target.name,
-            ),
-            loc,
+            )
         )
 
 

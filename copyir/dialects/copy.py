@@ -182,6 +182,9 @@ class SemaphoreType(ParametrizedAttribute, TypeAttribute):
         return "a semaphore"
 
 
+SEMAPHORE = SemaphoreType()
+
+
 @irdl_attr_definition
 class SemaphoreArrayType(ParametrizedAttribute, TypeAttribute):
     """An array of DMA semaphores, indexed by integers: `!copy.sem_array<2>`."""
@@ -753,24 +756,33 @@ class ViewOp(IRDLOperation):
                     name=describe(self.source), rank=len(shape), count=len(offsets)
                 )
             )
-        subscripts = self.subscripts()
-        if any(dropped and size != 1 for _, size, dropped in subscripts):
+        dropped = int_values(self.dropped)
+        kept = []
+        for dim, (offset, size) in enumerate(zip(offsets, sizes, strict=True)):
+            extent, indexed = shape[dim], dim in dropped
+            if indexed and size != 1:
+                raise CopyIRError(
+                    errors.MALFORMED_VIEW.format(
+                        name=describe(self.source),
+                        why="an indexed dimension must have size 1",
+                    )
+                )
+            if offset < 0 or size < 1 or offset + size > extent:
+                _subscript_error(self, dim, extent, offset, size, indexed)
+            if not indexed:
+                kept.append(size)
+        result = self.result.type
+        if not (
+            isinstance(result, RefType)
+            and result.get_shape() == (*kept, *shape[len(offsets) :])
+            and result.element_type == source.element_type
+            and result.space == source.space
+        ):
+            expected = view_result_type(source, self.subscripts())
             raise CopyIRError(
                 errors.MALFORMED_VIEW.format(
                     name=describe(self.source),
-                    why="an indexed dimension must have size 1",
-                )
-            )
-        for dim, (offset, size, dropped) in enumerate(subscripts):
-            extent = shape[dim]
-            if offset < 0 or size < 1 or offset + size > extent:
-                _subscript_error(self, dim, extent, offset, size, dropped)
-        expected = view_result_type(source, subscripts)
-        if self.result.type != expected:
-            name = describe(self.source)
-            raise CopyIRError(
-                errors.MALFORMED_VIEW.format(
-                    name=name, why=f"its type should be {describe_type(expected)}"
+                    why=f"its type should be {describe_type(expected)}",
                 )
             )
 
@@ -929,7 +941,7 @@ class SemIndexOp(IRDLOperation):
 
 def sem_index_result_type(source: Attribute, count: int) -> Attribute:
     if not isinstance(source, SemaphoreArrayType) or count >= len(source.shape):
-        return SemaphoreType()
+        return SEMAPHORE
     return SemaphoreArrayType(source.get_shape()[count:])
 
 
