@@ -200,6 +200,40 @@ class _Dma:
     complete: bool = False
 
 
+class _Spans:
+    """Byte spans [lo, hi) of DMAs in flight on one buffer, sorted by lo.
+
+    A query scans back from the spans that start before its end, and stops
+    once no span could reach its start (none is longer than `longest`), so
+    DMAs spread over a buffer are not all compared with each other.
+    """
+
+    def __init__(self):
+        self.los: list[int] = []
+        self.spans: list[tuple[int, int, _Dma]] = []
+        self.longest = 0
+
+    def add(self, lo: int, hi: int, dma: _Dma) -> None:
+        at = bisect.bisect_right(self.los, lo)
+        self.los.insert(at, lo)
+        self.spans.insert(at, (lo, hi, dma))
+        self.longest = max(self.longest, hi - lo)
+
+    def remove(self, finished: set[int]) -> None:
+        kept = [s for s in self.spans if id(s[2]) not in finished]
+        self.spans, self.los = kept, [s[0] for s in kept]
+
+    def meeting(self, lo: int, hi: int) -> list[_Dma]:
+        found = []
+        for at in range(bisect.bisect_left(self.los, hi) - 1, -1, -1):
+            start, end, dma = self.spans[at]
+            if start + self.longest <= lo:
+                break
+            if end > lo:
+                found.append(dma)
+        return found
+
+
 @dataclass
 class _Semaphore:
     started: int = 0
@@ -228,6 +262,11 @@ class _Compiler:
                 self.written[i].mark_all()
         self.sems: dict[int, _Semaphore] = collections.defaultdict(_Semaphore)
         self.in_flight: list[_Dma] = []
+        self.touching: dict[int, _Spans] = collections.defaultdict(_Spans)
+        """Per buffer, the byte spans of the DMAs in flight that touch it, so
+        that a start is compared only with the DMAs near it."""
+        self.moving: list[_Dma] = []
+        """DMAs in flight whose data has not moved yet (random mode)."""
         self.schedule: list[tuple[int, int]] = []
         self.now = 0
         self.dmas: dict[int, _Dma] = {}
@@ -363,8 +402,7 @@ class _Compiler:
         dma = _Dma(
             index, int(entry["sem"]), int(entry["bytes"]), src, dst, bool(entry["add"])
         )
-        for other in self.in_flight:
-            self.check_race(dma, other)
+        self.check_races(dma)
         for box in (src, dst) if dma.add else (src,):
             first = self.written[box.buffer].first_unwritten(box)
             if first is not None:
@@ -381,9 +419,24 @@ class _Compiler:
         semaphore.started += dma.bytes
         semaphore.pending.append(dma)
         self.in_flight.append(dma)
+        for box in {src.buffer: src, dst.buffer: dst}.values():
+            self.touching[box.buffer].add(box.lo, box.hi, dma)
+        self.moving.append(dma)
         self.dmas[index] = dma
         if self.mode == "eager":
             self.complete(dma)
+
+    def check_races(self, dma: _Dma) -> None:
+        """The new DMA against every DMA in flight whose spans meet its own,
+        the earliest started first."""
+        nearby = {
+            other.index: other
+            for box in (dma.src, dma.dst)
+            if box.buffer in self.touching
+            for other in self.touching[box.buffer].meeting(box.lo, box.hi)
+        }
+        for index in sorted(nearby):
+            self.check_race(dma, nearby[index])
 
     def check_race(self, dma: _Dma, other: _Dma) -> None:
         conflicts = (
@@ -423,9 +476,14 @@ class _Compiler:
             self.complete(chosen)
         semaphore.consumed += need
         if semaphore.consumed >= semaphore.started:  # DESIGN's rule: all finished
+            finished = {id(dma) for dma in semaphore.pending}
+            buffers = set()
             for dma in semaphore.pending:
-                self.in_flight.remove(dma)
                 self.written[dma.dst.buffer].mark(dma.dst)
+                buffers.update((dma.src.buffer, dma.dst.buffer))
+            for buffer in buffers:
+                self.touching[buffer].remove(finished)
+            self.in_flight = [d for d in self.in_flight if id(d) not in finished]
             semaphore.pending.clear()
 
     def complete(self, dma: _Dma) -> None:
@@ -435,9 +493,8 @@ class _Compiler:
 
     def complete_some(self) -> None:
         """Random mode: any DMA in flight may land at any moment."""
-        ready = [
-            d for d in self.in_flight if not d.complete and self.rng.random() < 0.5
-        ]
+        self.moving = [d for d in self.moving if not d.complete]
+        ready = [d for d in self.moving if self.rng.random() < 0.5]
         self.rng.shuffle(ready)
         for dma in ready:
             self.complete(dma)
