@@ -7,8 +7,6 @@ unchanged.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -20,7 +18,7 @@ from copyir.cpy_printer import print_cpy
 from copyir.dialects.copy import KernelOp, loc_of
 from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError, Loc
-from copyir.mlir import parse_mlir, print_mlir
+from copyir.mlir import gc_paused, parse_mlir, print_mlir
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,23 +27,6 @@ if TYPE_CHECKING:
     from copyir.stream import Stream
 
 FORMATS = ("cpy", "mlir")
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector while building or walking IR.
-
-    IR is millions of small linked objects; collections triggered by their
-    allocation cost more than half of a large parse. Nothing cyclic is freed
-    late: the collector runs again on exit.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def parse(text: str, filename: str = "<input>", format: str | None = None) -> ModuleOp:
@@ -58,7 +39,7 @@ def parse(text: str, filename: str = "<input>", format: str | None = None) -> Mo
         format = "mlir" if filename.endswith(".mlir") else "cpy"
     if format not in FORMATS:
         raise ValueError(f"Unknown format {format!r} (expected cpy or mlir)")
-    with _gc_paused():
+    with gc_paused():
         if format == "mlir":
             module = parse_mlir(text, filename)
         else:
@@ -76,7 +57,7 @@ def verify(module: ModuleOp, target: str = "default") -> None:
     from copyir.passes.verify import verify as verify_module
     from copyir.target import get_target
 
-    with _gc_paused():
+    with gc_paused():
         verify_module(module, get_target(target))
 
 
@@ -141,7 +122,7 @@ def apply_passes(
     sees the IR "before" and "after" each one."""
     from copyir.mlir import context
 
-    with _gc_paused():
+    with gc_paused():
         for module_pass in passes:
             if observe is not None:
                 observe("before", module_pass, module)
