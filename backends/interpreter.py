@@ -549,8 +549,7 @@ class Executable:
         self.stream = stream
         self.params = {b.name: i for i, b in enumerate(stream.buffers) if b.param}
         provided = frozenset(provided)
-        for name in provided:
-            self._check_name(name)
+        check_names(stream, provided)
         compiler = _Compiler(stream, provided, mode, seed)
         compiler.run()
         self.provided = provided
@@ -576,14 +575,6 @@ class Executable:
             if i not in self._aliased
         }
         self._actions = self._prepare(compiler)
-
-    def _check_name(self, name: str) -> None:
-        if name not in self.params:
-            raise CopyIRError(
-                errors.RUN_UNKNOWN_INPUT.format(
-                    name=name, kernel=self.stream.kernel, params=", ".join(self.params)
-                )
-            )
 
     def _arena_view(self, buffer: Buffer) -> np.ndarray:
         data = self.arenas[buffer.space][
@@ -611,8 +602,7 @@ class Executable:
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Bind the inputs, execute, and return every parameter's final value."""
-        for name in inputs:
-            self._check_name(name)
+        check_inputs(self.stream, inputs)
         if frozenset(inputs) != self.provided:
             raise CopyIRError(
                 f"This stream was compiled for inputs {sorted(self.provided)}, "
@@ -651,7 +641,6 @@ class Executable:
                 copyto(dst, src)
 
     def _bind(self, inputs: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
-        check_inputs(self.stream, inputs)
         aliases = {}
         for name, value in inputs.items():
             i = self.params[name]
@@ -708,17 +697,24 @@ def _arena(space: str, size: int) -> np.ndarray:
         ) from None
 
 
-def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
-    """Each input names a parameter and has its shape and dtype."""
-    params = {b.name: b for b in stream.buffers if b.param}
-    for name, value in inputs.items():
-        buffer = params.get(name)
-        if buffer is None:
+def check_names(stream: Stream, names) -> None:
+    """Each input name is a parameter's."""
+    params = [b.name for b in stream.buffers if b.param]
+    for name in names:
+        if name not in params:
             raise CopyIRError(
                 errors.RUN_UNKNOWN_INPUT.format(
                     name=name, kernel=stream.kernel, params=", ".join(params)
                 )
             )
+
+
+def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
+    """Each input names a parameter and has its shape and dtype."""
+    check_names(stream, inputs)
+    params = {b.name: b for b in stream.buffers if b.param}
+    for name, value in inputs.items():
+        buffer = params[name]
         array = as_input(value, BY_NAME[buffer.dtype].numpy)
         if array.dtype != BY_NAME[buffer.dtype].numpy or array.shape != buffer.shape:
             raise CopyIRError(

@@ -17,7 +17,7 @@ from copyir.cpy_parser import parse_cpy
 from copyir.cpy_printer import print_cpy
 from copyir.dialects.copy import KernelOp, loc_of
 from copyir.dialects.dma import ProgramOp
-from copyir.errors import CopyIRError, Loc
+from copyir.errors import CopyIRError
 from copyir.mlir import gc_paused, parse_mlir, print_mlir
 
 if TYPE_CHECKING:
@@ -73,16 +73,12 @@ def select_kernel(module: ModuleOp, name: str | None) -> KernelOp:
         if len(found) == 1:
             return found[0]
         if not found:
-            raise CopyIRError(errors.NO_KERNELS, _module_loc(module))
+            raise CopyIRError(errors.NO_KERNELS, loc_of(module.location))
         raise CopyIRError(errors.SEVERAL_KERNELS.format(names=names))
     for kernel in found:
         if kernel.kernel_name == name:
             return kernel
     raise CopyIRError(errors.NO_KERNEL.format(name=name, names=names or "none"))
-
-
-def _module_loc(module: ModuleOp) -> Loc | None:
-    return loc_of(module.location)
 
 
 def pipeline(spec: str | None = None, target: str = "default") -> list[ModulePass]:

@@ -37,6 +37,7 @@ from functools import cache
 from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
 
 import copyir
+from copyir.cpy_printer import KEYWORDS
 from copyir.errors import CopyIRError
 
 SEED = 0x5EED_C0DE
@@ -91,19 +92,7 @@ UNUSUAL_CHARACTERS = [
 EXTRA_TOKENS = [
     *UNUSUAL_CHARACTERS,
     # The authoring syntax.
-    "kernel",
-    "alloc",
-    "semaphore",
-    "buffered_ref",
-    "copy_start",
-    "copy_wait",
-    "dma",
-    "sync_copy",
-    "buffered_copy",
-    "loc",
-    "Blocked",
-    "Element",
-    "None",
+    *sorted(KEYWORDS),
     "add",
     "priority",
     "slot",
