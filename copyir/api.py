@@ -15,9 +15,10 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from copyir import errors
 from copyir.cpy_parser import parse_cpy
 from copyir.cpy_printer import print_cpy
-from copyir.dialects.copy import KernelOp, loc_of
+from copyir.dialects.copy import KernelOp
 from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError
+from copyir.locations import loc_of
 from copyir.mlir import gc_paused, parse_mlir, print_mlir
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from copyir import errors, pytree
+from copyir.attributes import i64_array, segment_sizes
 from copyir.dialects.copy import (
     BLOCKED,
     ELEMENT,
@@ -45,16 +46,14 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     expect_ref,
-    i64_array,
-    loc_of,
-    memory_space,
-    segment_sizes,
     sem_index_result_type,
     set_name,
     view_result_type,
 )
 from copyir.dtypes import BY_NAME, KNOWN_NAMES
 from copyir.errors import CopyIRError, Loc
+from copyir.locations import loc_of
+from copyir.machine import memory_space
 
 INT64 = range(-(2**63), 2**63)
 

@@ -30,10 +30,10 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     describe_type,
-    detail_of,
 )
 from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError
+from copyir.locations import detail_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEYWORDS = frozenset(

@@ -31,9 +31,10 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
 from copyir import errors
-from copyir.dialects.copy import Copy, loc_of, set_name
+from copyir.dialects.copy import Copy, set_name
 from copyir.dialects.dma import Dma
 from copyir.errors import CopyIRError, Loc
+from copyir.locations import loc_of
 
 
 @contextlib.contextmanager

@@ -35,20 +35,14 @@ from xdsl.ir import Attribute, Block, Region
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
-from copyir.dialects.copy import (
-    MAX_RANK,
-    detail_of,
-    i64_array,
-    int_values,
-    loc_of,
-    with_detail,
-)
 from copyir.dtypes import BY_IR, BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
+from copyir.locations import detail_of, loc_of, with_detail
+from copyir.machine import MAX_RANK, SPACES
 from copyir.target import BUILTIN
 
-SPACES = ("hbm", "vmem", "smem")
 START, WAIT = 0, 1
 FORMAT_VERSION = 1
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from copyir.errors import CopyIRError
+from copyir.machine import SPACES
 
-SPACES = ("hbm", "vmem", "smem")
 _UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 _SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*")
 

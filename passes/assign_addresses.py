@@ -31,9 +31,9 @@ from copyir.dialects.copy import (
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
-    loc_of,
 )
 from copyir.errors import CopyIRError
+from copyir.locations import loc_of
 from copyir.target import Target, get_target
 
 ADDRESS = "address"

@@ -24,6 +24,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from copyir import errors
+from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
 from copyir.dialects.copy import (
     AllocOp,
@@ -34,11 +35,9 @@ from copyir.dialects.copy import (
     SemaphoreOp,
     SemIndexOp,
     ViewOp,
-    i64_array,
-    int_values,
-    loc_of,
 )
 from copyir.errors import CopyIRError
+from copyir.locations import loc_of
 from copyir.stream import row_major
 
 Strided = tuple[str, int, list[int], list[int]]

@@ -20,13 +20,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from copyir.dialects.copy import (
-    DmaOp,
-    SemaphoreOp,
-    SemaphoreType,
-    SyncCopyOp,
-    with_detail,
-)
+from copyir.dialects.copy import DmaOp, SemaphoreOp, SemaphoreType, SyncCopyOp
+from copyir.locations import with_detail
 
 
 class ExpandSyncCopy(RewritePattern):

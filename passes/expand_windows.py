@@ -49,8 +49,8 @@ from copyir.dialects.copy import (
     describe,
     set_name,
     view_result_type,
-    with_detail,
 )
+from copyir.locations import with_detail
 
 Subscript = tuple[int, int, bool]
 """(offset, size, dropped), as `ViewOp` takes them."""

@@ -17,15 +17,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
-from copyir.dialects.copy import (
-    AllocOp,
-    BufferedRefOp,
-    KernelOp,
-    RefType,
-    describe,
-    loc_of,
-)
+from copyir.dialects.copy import AllocOp, BufferedRefOp, KernelOp, RefType, describe
 from copyir.errors import CopyIRError
+from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
 

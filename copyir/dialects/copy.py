@@ -21,14 +21,10 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
-    FileLineColLoc,
-    FusedLoc,
     IntAttr,
     IntegerAttr,
-    NameLoc,
     StringAttr,
     UnitAttr,
-    i32,
     i64,
 )
 from xdsl.ir import (
@@ -58,28 +54,17 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
 from copyir import errors, pytree
+from copyir.attributes import i64_array, int_values
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
-from copyir.errors import CopyIRError, Loc, Note
+from copyir.errors import CopyIRError, Note
+from copyir.locations import loc_of
+from copyir.machine import (
+    MAX_RANK,
+    MAX_SEMAPHORES,
+    memory_space,
+)
 
-# --------------------------------------------------------------------------
-# Memory spaces
-# --------------------------------------------------------------------------
-
-SPACES = ("hbm", "vmem", "smem")
-MAX_RANK = 32
-"""Refs have at most this many dimensions (numpy's own limit is 64)."""
-MAX_SEMAPHORES = 1 << 20
-"""A semaphore array has at most this many semaphores."""
-SPACE_ALIASES = {"any": "hbm"}
 ACTIONS = ("start", "wait")
-
-
-def memory_space(name: str) -> str:
-    """The canonical space for a name (`any` is `hbm`), or UNKNOWN_SPACE."""
-    name = SPACE_ALIASES.get(name, name)
-    if name not in SPACES:
-        raise CopyIRError(errors.UNKNOWN_SPACE.format(space=name))
-    return name
 
 
 # --------------------------------------------------------------------------
@@ -362,41 +347,6 @@ def set_name(value: SSAValue, name: str | None) -> None:
     value._name = name
 
 
-def loc_of(location: Attribute) -> Loc | None:
-    """The file, line and column of an xDSL location, if it has usable ones.
-
-    Only a `file:line:col` location with a file name and a line and column
-    from 1 up can point a user at a line; parsers replace any other. A
-    named location (a lowering's note, such as the pytree leaf a DMA came
-    from) is looked through to the position it names.
-    """
-    if isinstance(location, NameLoc):
-        return loc_of(location.location)
-    if isinstance(location, FusedLoc):
-        return next(filter(None, map(loc_of, location.locations)), None)
-    if isinstance(location, FileLineColLoc):
-        file, line, col = (
-            location.filename.data,
-            location.line.data,
-            location.column.data,
-        )
-        if file and line >= 1 and col >= 1:
-            return Loc(file, line, col)
-    return None
-
-
-def detail_of(location: Attribute) -> str:
-    """The note a lowering attached to a location (`leaf ['w'][1]`), or ''."""
-    if isinstance(location, NameLoc):
-        return location.desc.data
-    return ""
-
-
-def with_detail(location: Attribute, detail: str) -> Attribute:
-    """The location with a note on where inside the statement an op came from."""
-    return NameLoc(StringAttr(detail), location)
-
-
 def describe_type(type: Attribute) -> str:
     """A type as the authoring syntax and the messages spell it."""
     if isinstance(type, RefType | SemaphoreType | SemaphoreArrayType | BufferedRefType):
@@ -658,24 +608,6 @@ def ref_type(shape: tuple[int, ...], element_type: Attribute, space: str) -> Ref
     """A RefType, shared: attributes are immutable, and building one costs
     more than looking it up (large programs repeat a few types)."""
     return RefType(shape, element_type, space)
-
-
-@functools.lru_cache(maxsize=4096)
-def i64_array(values: tuple[int, ...]) -> DenseArrayBase:
-    """A shared `array<i64: ...>` attribute (see `ref_type`)."""
-    return DenseArrayBase.from_list(i64, values)
-
-
-@functools.lru_cache(maxsize=256)
-def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
-    """`operandSegmentSizes` for ops with variadic operands built by `create`."""
-    return DenseArrayBase.from_list(i32, sizes)
-
-
-@functools.lru_cache(maxsize=4096)
-def int_values(array: DenseArrayBase) -> tuple[int, ...]:
-    """The integers of an array attribute, decoded once per distinct array."""
-    return tuple(array.get_values())
 
 
 @irdl_op_definition

@@ -38,9 +38,10 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
 from copyir import errors
-from copyir.dialects.copy import MAX_RANK, SPACES, int_values
+from copyir.attributes import int_values
 from copyir.dtypes import BY_IR
 from copyir.errors import CopyIRError
+from copyir.machine import MAX_RANK, SPACES
 
 
 def _malformed(why: str) -> CopyIRError:

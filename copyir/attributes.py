@@ -1,0 +1,30 @@
+"""Shared xDSL attributes: built once, looked up after.
+
+Attributes are immutable, and building one costs more than looking it up;
+large programs repeat a few, so these caches make parsing and lowering
+cheaper.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from xdsl.dialects.builtin import DenseArrayBase, i32, i64
+
+
+@functools.lru_cache(maxsize=4096)
+def i64_array(values: tuple[int, ...]) -> DenseArrayBase:
+    """A shared `array<i64: ...>` attribute."""
+    return DenseArrayBase.from_list(i64, values)
+
+
+@functools.lru_cache(maxsize=256)
+def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    """`operandSegmentSizes` for ops with variadic operands built by `create`."""
+    return DenseArrayBase.from_list(i32, sizes)
+
+
+@functools.lru_cache(maxsize=4096)
+def int_values(array: DenseArrayBase) -> tuple[int, ...]:
+    """The integers of an array attribute, decoded once per distinct array."""
+    return tuple(array.get_values())
