@@ -56,6 +56,34 @@ class CopyIRError(ValueError):
         return self
 
 
+class InvocationError(CopyIRError):
+    """The command line, or a file it names, is wrong rather than the program:
+    an input name that matches no parameter, a kernel the file lacks, an
+    input of the wrong shape. The command line exits 2 for it; the API
+    raises it like any other `CopyIRError`."""
+
+
+class CopyIRWarning(UserWarning):
+    """A located diagnostic that does not stop the command.
+
+    Raised through Python's `warnings` module (`warnings.warn(CopyIRWarning(
+    message, loc))`), so the API's callers can filter or record it; the
+    command line prints it as `file:line:col: warning: message`, and
+    `--verify-diagnostics` matches it against `expected-warning` comments.
+    """
+
+    def __init__(
+        self, message: str, loc: Loc | None = None, notes: tuple[Note, ...] = ()
+    ):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.notes = tuple(notes)
+
+    def __str__(self) -> str:
+        return self.message
+
+
 # Verbatim from Pallas (jax/_src/pallas/mosaic/helpers.py, pipeline.py).
 UNKNOWN_ACTION = "Unknown action: {action}"
 NEITHER_BUFFERED = "One of src or dst must be a BufferedRef."
