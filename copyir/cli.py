@@ -356,7 +356,7 @@ def _run_expecting(args: argparse.Namespace, inputs: dict) -> int:
 
 def _stream(args: argparse.Namespace):
     """The program to run as a stream: lowered here, or read as lowered."""
-    from copyir.stream import from_program, load_npz, parse_dma
+    from copyir.stream import load_npz, read_dma
 
     path = args.file
     if path.endswith(".npz"):
@@ -368,9 +368,7 @@ def _stream(args: argparse.Namespace):
     if path.endswith(".dma"):
         text, name = read_source(path)
         args.sources = {name: text}
-        stream = from_program(parse_dma(text, name))
-        stream.validate(name)
-        return stream
+        return read_dma(text, name)
     _check_target(args.target)
     module = _load(path, args, verify=False)
     return copyir.to_stream(copyir.lower(module, args.kernel, args.target))

@@ -217,8 +217,23 @@ RUN_UNKNOWN_INPUT = (
     "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
 )
 RUN_INPUT_MISMATCH = "Input {name} is {got}, but parameter {name} is {want}"
+RUN_NO_INPUT = (
+    "parameter {name} has no input: give --input {name}=FILE or --fill-inputs"
+)
+RUN_BYTES_IN_FLIGHT = "semaphore {sem} has {bytes} bytes in flight"
+RUN_PARTLY_WRITTEN = (
+    "Output {name} is written only in part: {unwritten} of its {size} elements "
+    "keep poison, the first at {first}"
+)
+RUN_BAD_SEED = "The seed must be an integer from 0 to 2**63 - 1, got {seed}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"
 STREAM_MALFORMED = "Malformed DMA stream: {why}"
+CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
+RUN_NOT_A_BOX = (
+    "DMA {end} {region} is not a box of buffer {name} {shape}: its "
+    "{extents} elements with strides {strides} do not step along the "
+    "buffer's dimensions"
+)
 CANNOT_ALLOCATE = "Cannot allocate {size} bytes of {space} for the stream: {why}"
 ARRAY_INT_RANGE = "An integer in this array does not fit in 64 bits"
 CANNOT_ALLOCATE_INPUT = "Cannot allocate {size} bytes for input {name}: {why}"

@@ -29,19 +29,19 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     UnitAttr,
+    UnknownLoc,
     i64,
 )
-from xdsl.ir import Attribute, Block, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import VerifyException
 
+from copyir import errors
 from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
 from copyir.dtypes import BY_IR, BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.locations import detail_of, loc_of, with_detail
 from copyir.machine import MAX_RANK, SPACES
-from copyir.target import BUILTIN
 
 START, WAIT = 0, 1
 FORMAT_VERSION = 1
@@ -57,6 +57,8 @@ class Buffer:
     dtype: str
     shape: tuple[int, ...]
     param: bool
+    loc: Loc | None = field(default=None, compare=False)
+    """Where the program declares it (for warnings about a parameter)."""
 
     @property
     def nbytes(self) -> int:
@@ -132,6 +134,16 @@ class Stream:
     instructions: np.ndarray
     origins: list[Origin] = field(default_factory=list)
     semaphore_names: list[SemaphoreName] = field(default_factory=list)
+    source: str | None = None
+    """The file the stream was read from, if any."""
+    lines: list[Loc] | None = None
+    """Where each instruction is written in that file (`.dma` text only), so
+    that a malformed field is reported at its line."""
+
+    def written_at(self, row: int) -> Loc | None:
+        if self.lines is not None and 0 <= row < len(self.lines):
+            return self.lines[row]
+        return None
 
     def sem_name(self, sem: int) -> str:
         """A semaphore as the program named it (`s`, `sems[1, 0]`), else its id."""
@@ -152,61 +164,11 @@ class Stream:
         position = int(self.instructions["origin"][index])
         return self.origins[position] if position >= 0 else Origin(None)
 
-    def validate(self, name: str | None = None) -> None:
-        """Check that every code and index in the tables is in range, so that
-        a stream from a file cannot send the interpreter out of its tables."""
-        table = self.instructions
-        problems = []
-        if table.ndim != 1:
-            problems.append("an instruction table that is not one row each")
-            table = table.reshape(-1)
-        if self.semaphores < 0:
-            problems.append("a negative semaphore count")
-        if len({b.name for b in self.buffers}) != len(self.buffers):
-            problems.append("a buffer declared twice")
-        for buffer in self.buffers:
-            if buffer.space not in SPACES or buffer.dtype not in BY_NAME:
-                problems.append(f"buffer {buffer.name} has an unknown space or dtype")
-            elif (
-                buffer.address < 0
-                or len(buffer.shape) > MAX_RANK
-                or any(d < 1 for d in buffer.shape)
-                or buffer.address + buffer.nbytes >= 1 << 62
-            ):
-                problems.append(f"buffer {buffer.name} has a bad address or shape")
-            elif self.target in BUILTIN:
-                capacity = BUILTIN[self.target].capacity(buffer.space)
-                if buffer.address + buffer.nbytes > capacity:
-                    problems.append(
-                        f"buffer {buffer.name} ends past the {buffer.space} capacity "
-                        f"of target {self.target} ({capacity} bytes)"
-                    )
-        checks = {
-            "an unknown instruction": table["op"] > WAIT,
-            "a semaphore id out of range": (table["sem"] < 0)
-            | (table["sem"] >= self.semaphores),
-            "a negative byte count": table["bytes"] < 0,
-            "an origin out of range": (table["origin"] < -1)
-            | (table["origin"] >= len(self.origins)),
-        }
-        starts = table[table["op"] == START]
-        checks["an unknown memory space"] = np.zeros(len(table), bool)
-        bad_start = (
-            (starts["src_space"] >= len(SPACES))
-            | (starts["dst_space"] >= len(SPACES))
-            | (starts["dtype"] >= len(DTYPES))
-            | (starts["rank"] > self.rank)
-            | (starts["priority"] > 1)
-        )
-        problems += [what for what, bad in checks.items() if bad.any()]
-        if bad_start.any():
-            problems.append("a start with an out-of-range field")
-        if problems:
-            where = f" {name}" if name else ""
-            raise CopyIRError(
-                f"Cannot read DMA stream{where}: {problems[0]}",
-                Loc(name, 1, 1) if name else None,
-            )
+    def validate(self) -> None:
+        """Check every field (see `copyir.validate`); raise the first problem."""
+        from copyir.validate import validate_stream
+
+        validate_stream(self)
 
     def _header(self) -> tuple:
         return (
@@ -230,15 +192,43 @@ class Stream:
 # -- IR <-> tables ------------------------------------------------------------
 
 
-def from_program(program: dma.ProgramOp) -> Stream:
-    """The tables of a `dma.program`."""
+def from_program(
+    program: dma.ProgramOp, written: dict[Operation, Loc | None] | None = None
+) -> Stream:
+    """The tables of a `dma.program`.
+
+    What the tables cannot hold (an unknown space or element type, strides
+    that do not match the shape) is a `Malformed DMA stream` error at the
+    op, located where `written` says it was written, else at the op; every
+    other check is `copyir.validate`'s, on the tables.
+    """
+    written = written or {}
+
+    def bad(op: Operation, why: str) -> CopyIRError:
+        where = written.get(op) or loc_of(op.location)
+        return CopyIRError(errors.STREAM_MALFORMED.format(why=why), where)
+
     ops = list(program.body.block.ops)
-    instructions = [op for op in ops if isinstance(op, dma.StartOp | dma.WaitOp)]
-    rank = max(
-        (len(op.shape) for op in instructions if isinstance(op, dma.StartOp)),
-        default=1,
-    )
-    table = np.zeros(len(instructions), dtype=instruction_dtype(max(rank, 1)))
+    instructions = []
+    for op in ops:
+        if isinstance(op, dma.StartOp | dma.WaitOp):
+            instructions.append(op)
+        elif not isinstance(op, dma.BufferOp | dma.SemaphoreDeclOp):
+            raise bad(op, f"{op.name} in a dma.program")
+    rank = 1
+    for op in instructions:
+        if isinstance(op, dma.StartOp):
+            shape = int_values(op.shape)
+            if len(shape) > MAX_RANK:
+                raise bad(op, f"bad shape {list(shape)}")
+            for strides in (op.src_strides, op.dst_strides):
+                if len(int_values(strides)) != len(shape):
+                    raise bad(
+                        op,
+                        f"strides {list(int_values(strides))} for shape {list(shape)}",
+                    )
+            rank = max(rank, len(shape))
+    table = np.zeros(len(instructions), dtype=instruction_dtype(rank))
     origins: dict[Origin, int] = {}
     dtype_codes = {d.ir: i for i, d in enumerate(DTYPES)}
     for row, op in enumerate(instructions):
@@ -251,37 +241,50 @@ def from_program(program: dma.ProgramOp) -> Stream:
             entry["bytes"] = op.bytes.value.data
             continue
         shape = int_values(op.shape)
+        if op.element_type not in dtype_codes:
+            raise bad(op, f"unknown element type {op.element_type}")
         dtype = dtype_codes[op.element_type]
         entry["op"] = START
         entry["dtype"] = dtype
         entry["rank"] = len(shape)
-        entry["bytes"] = int(np.prod(shape, dtype=np.int64)) * DTYPES[dtype].itemsize
-        entry["src_space"] = SPACES.index(op.src_space.data)
-        entry["src_address"] = op.src_address.value.data
-        entry["dst_space"] = SPACES.index(op.dst_space.data)
-        entry["dst_address"] = op.dst_address.value.data
+        entry["bytes"] = min(math.prod(shape) * DTYPES[dtype].itemsize, 2**63 - 1)
+        for end in ("src", "dst"):
+            space = getattr(op, f"{end}_space").data
+            if space not in SPACES:
+                raise bad(op, f"unknown memory space {space!r}")
+            entry[f"{end}_space"] = SPACES.index(space)
+            entry[f"{end}_address"] = getattr(op, f"{end}_address").value.data
+            entry[f"{end}_strides"][: len(shape)] = int_values(
+                getattr(op, f"{end}_strides")
+            )
         entry["shape"][: len(shape)] = shape
-        entry["src_strides"][: len(shape)] = int_values(op.src_strides)
-        entry["dst_strides"][: len(shape)] = int_values(op.dst_strides)
         entry["add"] = op.add is not None
-        entry["priority"] = op.priority.value.data if op.priority is not None else 0
-    buffers = [
-        Buffer(
-            op.buffer_name.data,
-            op.space.data,
-            op.address.value.data,
-            BY_IR[op.element_type].name,
-            int_values(op.shape),
-            op.param is not None,
-        )
-        for op in ops
-        if isinstance(op, dma.BufferOp)
-    ]
+        priority = op.priority.value.data if op.priority is not None else 0
+        if not 0 <= priority <= 255:
+            raise bad(op, f"priority {priority}")
+        entry["priority"] = priority
+    buffers = []
+    for op in ops:
+        if isinstance(op, dma.BufferOp):
+            if op.element_type not in BY_IR:
+                raise bad(op, f"unknown element type {op.element_type}")
+            buffers.append(
+                Buffer(
+                    op.buffer_name.data,
+                    op.space.data,
+                    op.address.value.data,
+                    BY_IR[op.element_type].name,
+                    int_values(op.shape),
+                    op.param is not None,
+                    loc_of(op.location),
+                )
+            )
     names = [
         SemaphoreName(op.sem_name.data, op.first.value.data, int_values(op.shape))
         for op in ops
         if isinstance(op, dma.SemaphoreDeclOp)
     ]
+    lines = [written.get(op) for op in instructions] if written else None
     return Stream(
         program.sym_name.data,
         program.target.data,
@@ -290,6 +293,7 @@ def from_program(program: dma.ProgramOp) -> Stream:
         table,
         list(origins),
         names,
+        lines=lines,
     )
 
 
@@ -306,7 +310,8 @@ def to_program(stream: Stream) -> dma.ProgramOp:
         }
         if buffer.param:
             properties["param"] = UnitAttr()
-        ops.append(dma.BufferOp.create(properties=properties))
+        location = _location(Origin(buffer.loc))
+        ops.append(dma.BufferOp.create(properties=properties, location=location))
     for named in stream.semaphore_names:
         properties = {
             "sem_name": StringAttr(named.name),
@@ -352,7 +357,7 @@ def to_program(stream: Stream) -> dma.ProgramOp:
 
 def _location(origin: Origin) -> Attribute | None:
     if origin.loc is None:
-        return None
+        return UnknownLoc()
     location = FileLineColLoc(
         StringAttr(origin.loc.file), IntAttr(origin.loc.line), IntAttr(origin.loc.col)
     )
@@ -385,8 +390,7 @@ def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
         text = line.getvalue()
         out.write("  " + text)
         loc = loc_of(op.location)
-        instruction = isinstance(op, dma.StartOp | dma.WaitOp)
-        if origins and loc is not None and instruction:
+        if origins and loc is not None and not isinstance(op, dma.SemaphoreDeclOp):
             detail = detail_of(op.location)
             out.write(f"  // {loc}{' ' + detail if detail else ''}")
         out.write("\n")
@@ -396,7 +400,23 @@ def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
 
 def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
     """Read the `.dma` text; trailing `// file:line:col note` comments become
-    the instructions' locations again."""
+    the ops' locations again."""
+    program, _ = _parse_dma(text, filename)
+    return program
+
+
+def read_dma(text: str, filename: str = "<input>") -> Stream:
+    """The stream of a `.dma` text, remembering where each instruction is
+    written so that a malformed field is reported at its line."""
+    program, written = _parse_dma(text, filename)
+    stream = from_program(program, written)
+    stream.source = filename
+    return stream
+
+
+def _parse_dma(
+    text: str, filename: str
+) -> tuple[dma.ProgramOp, dict[Operation, Loc | None]]:
     from copyir.mlir import parse_mlir
 
     module: ModuleOp = parse_mlir(text, filename)
@@ -406,10 +426,11 @@ def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
             "A .dma file holds exactly one dma.program", Loc(filename, 1, 1)
         )
     program = programs[0]
-    _verify_program(program)
     lines = text.splitlines()
+    written = {}
     for op in program.body.block.ops:
         loc = loc_of(op.location)
+        written[op] = loc
         if loc is None or loc.file != filename or not 1 <= loc.line <= len(lines):
             continue
         line = lines[loc.line - 1]
@@ -428,18 +449,7 @@ def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
             with_detail(location, match["detail"]) if match["detail"] else location
         )
     program.detach()
-    return program
-
-
-def _verify_program(program: dma.ProgramOp) -> None:
-    """Each op's own checks, the first error located in the .dma file."""
-    for op in [program, *program.body.block.ops]:
-        try:
-            op.verify_()
-        except VerifyException as err:
-            raise CopyIRError(str(err), loc_of(op.location)) from None
-        except CopyIRError as err:
-            raise err.at(loc_of(op.location)) from None
+    return program, written
 
 
 # -- binary -------------------------------------------------------------------
@@ -455,6 +465,7 @@ def save_npz(stream: Stream, file) -> None:
         "semaphores": stream.semaphores,
         "buffers": [
             [b.name, b.space, b.address, b.dtype, list(b.shape), b.param]
+            + ([b.loc.file, b.loc.line, b.loc.col] if b.loc else [])
             for b in stream.buffers
         ],
         "semaphore_names": [
@@ -475,55 +486,108 @@ def save_npz(stream: Stream, file) -> None:
 
 
 def load_npz(file, name: str = "<input>") -> Stream:
-    """A stream from its binary form; anything malformed is one located error."""
+    """A stream from its binary form; what cannot be decoded is one located
+    error. Its fields are checked by `copyir.validate` before it runs."""
     try:
         with np.load(file, allow_pickle=False) as data:
+            if set(data.files) != {"meta", "instructions"}:
+                raise ValueError("it is not a copyir DMA stream")
             meta = json.loads(str(data["meta"]))
             instructions = data["instructions"]
-        if (
-            not isinstance(meta, dict)
-            or meta.get("format") != "copyir-dma"
-            or meta.get("version") != FORMAT_VERSION
-        ):
-            raise ValueError("not a copyir DMA stream of this version")
-        if instructions.ndim != 1 or instructions.dtype.names is None:
-            raise ValueError("its instruction table is not a table")
-        buffers = [
-            Buffer(n, s, int(a), d, tuple(int(x) for x in shape), bool(p))
-            for n, s, a, d, shape, p in meta["buffers"]
-        ]
-        origins = [
-            Origin(Loc(f, int(line), int(col)) if f is not None else None, detail)
-            for f, line, col, detail in meta["origins"]
-        ]
-        rank = instructions.dtype["shape"].shape[0]
-        if instructions.dtype != instruction_dtype(rank):
-            raise ValueError("unexpected instruction table layout")
-        if not isinstance(meta["kernel"], str) or not isinstance(meta["target"], str):
-            raise ValueError("its kernel and target must be names")
-        names = [
-            SemaphoreName(str(n), int(first), tuple(int(x) for x in shape))
-            for n, first, shape in meta.get("semaphore_names", [])
-        ]
-        stream = Stream(
-            str(meta["kernel"]),
-            str(meta["target"]),
-            int(meta["semaphores"]),
-            buffers,
-            instructions,
-            origins,
-            names,
-        )
+        stream = _decode(meta, instructions)
     except (  # what malformed data makes numpy, json and the unpacking raise
         OSError,
         ValueError,
         KeyError,
         TypeError,
         AttributeError,
+        RecursionError,
         zipfile.BadZipFile,
     ) as err:
         raise CopyIRError(
-            f"Cannot read DMA stream {name}: {err}", Loc(name, 1, 1)
+            errors.CANNOT_READ_STREAM.format(name=name, why=err), Loc(name, 1, 1)
         ) from None
-    stream.validate(name)
+    stream.source = name
     return stream
+
+
+def _decode(meta: object, instructions: np.ndarray) -> Stream:
+    """The stream from the JSON header and the table, every field's type
+    checked: a header of the wrong shape raises ValueError."""
+    if (
+        not isinstance(meta, dict)
+        or meta.get("format") != "copyir-dma"
+        or meta.get("version") != FORMAT_VERSION
+    ):
+        raise ValueError("not a copyir DMA stream of this version")
+    if instructions.ndim != 1 or instructions.dtype.names is None:
+        raise ValueError("its instruction table is not a table")
+    shape = (
+        instructions.dtype.fields.get("shape") if instructions.dtype.fields else None
+    )
+    rank = shape[0].shape[0] if shape is not None and shape[0].shape else 0
+    if rank < 1 or instructions.dtype != instruction_dtype(rank):
+        raise ValueError("unexpected instruction table layout")
+    buffers = []
+    for entry in _list(meta, "buffers"):
+        if not isinstance(entry, list) or len(entry) not in (6, 9):
+            raise ValueError("a buffer entry of the wrong shape")
+        name, space, address, dtype, dims, param = entry[:6]
+        loc = Loc(*_fields(entry[6:], (str, int, int))) if entry[6:] else None
+        buffers.append(
+            Buffer(
+                *_fields([name, space, address, dtype], (str, str, int, str)),
+                _ints(dims),
+                _field(param, bool),
+                loc,
+            )
+        )
+    origins = []
+    for entry in _list(meta, "origins"):
+        if not isinstance(entry, list) or len(entry) != 4:
+            raise ValueError("an origin entry of the wrong shape")
+        file, line, col, detail = entry
+        loc = (
+            Loc(*_fields([file, line, col], (str, int, int)))
+            if file is not None
+            else None
+        )
+        origins.append(Origin(loc, _field(detail, str)))
+    names = []
+    for entry in _list(meta, "semaphore_names", []):
+        if not isinstance(entry, list) or len(entry) != 3:
+            raise ValueError("a semaphore entry of the wrong shape")
+        name, first, shape = entry
+        names.append(SemaphoreName(_field(name, str), _field(first, int), _ints(shape)))
+    return Stream(
+        _field(meta.get("kernel"), str),
+        _field(meta.get("target"), str),
+        _field(meta.get("semaphores"), int),
+        buffers,
+        instructions,
+        origins,
+        names,
+    )
+
+
+def _list(meta: dict, key: str, default=None) -> list:
+    value = meta.get(key, default)
+    if not isinstance(value, list):
+        raise ValueError(f"its {key} are not a list")
+    return value
+
+
+def _field(value: object, kind: type):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"{value!r} is not a {kind.__name__}")
+    return value
+
+
+def _fields(values: list, kinds: tuple) -> list:
+    return [_field(v, k) for v, k in zip(values, kinds, strict=True)]
+
+
+def _ints(values: object) -> tuple[int, ...]:
+    if not isinstance(values, list):
+        raise ValueError(f"{values!r} is not a list of integers")
+    return tuple(_field(v, int) for v in values)

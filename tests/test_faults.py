@@ -49,8 +49,54 @@ def byte_addresses(entry, end: str) -> np.ndarray:
     return np.unique((address + offsets[:, None] + np.arange(item)).reshape(-1))
 
 
+def end_problem(stream: Stream, entry, end: str):
+    """What is wrong with one DMA end by itself, or its (space, bytes)."""
+    space = SPACES[entry[f"{end}_space"]]
+    addresses = byte_addresses(entry, end)
+    inside = [
+        b
+        for b in stream.buffers
+        if b.space == space
+        and b.address <= addresses[0]
+        and addresses[-1] < b.address + b.nbytes
+    ]
+    if not inside:
+        return "out of bounds"
+    buffer = inside[0]
+    if (
+        BY_NAME[buffer.dtype].name != DTYPES[entry["dtype"]].name
+        or (int(entry[f"{end}_address"]) - buffer.address)
+        % DTYPES[entry["dtype"]].itemsize
+    ):
+        return "mismatched buffer"
+    item = BY_NAME[buffer.dtype].itemsize
+    elements = np.unique((addresses - buffer.address) // item)
+    count = int(np.prod(entry["shape"][: int(entry["rank"])]))
+    index = np.array(np.unravel_index(elements, buffer.shape)).reshape(
+        len(buffer.shape), -1
+    )
+    box = np.prod(index.max(axis=1) - index.min(axis=1) + 1) if index.size else 1
+    if len(elements) != count or box != count:
+        return "not a box"  # elements repeat, or do not fill their bounding box
+    return space, addresses
+
+
 def oracle(stream: Stream, provided: set[str]) -> str | None:
-    """The first problem of a stream by DESIGN's rules, or None."""
+    """The first problem of a stream by DESIGN's rules, or None.
+
+    A stream is checked before it runs: first every DMA end by itself, in
+    instruction order (inside a buffer, of its dtype, a box of it), then
+    the protocol, instruction by instruction, on plain sets of bytes.
+    """
+    ends_of = {}
+    for row, entry in enumerate(stream.instructions):
+        if entry["op"] == WAIT:
+            continue
+        ends = [end_problem(stream, entry, end) for end in ("src", "dst")]
+        for problem in ends:
+            if isinstance(problem, str):
+                return problem
+        ends_of[row] = ends
     spaces = {}
     for b in stream.buffers:
         spaces.setdefault(b.space, []).append(b)
@@ -64,7 +110,7 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
     started = [0] * stream.semaphores
     consumed = [0] * stream.semaphores
     in_flight = []  # (sem, src space, src bytes, dst space, dst bytes)
-    for entry in stream.instructions:
+    for row, entry in enumerate(stream.instructions):
         if entry["op"] == WAIT:
             sem, need = int(entry["sem"]), int(entry["bytes"])
             if need > started[sem] - consumed[sem]:
@@ -75,26 +121,7 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
                     in_flight.remove(dma)
                     written[dma[3]][dma[4]] = True
             continue
-        ends = []
-        for end in ("src", "dst"):
-            space = SPACES[entry[f"{end}_space"]]
-            addresses = byte_addresses(entry, end)
-            inside = [
-                b
-                for b in spaces.get(space, [])
-                if b.address <= addresses[0] and addresses[-1] < b.address + b.nbytes
-            ]
-            if not inside:
-                return "out of bounds"
-            item = DTYPES[entry["dtype"]].itemsize
-            buffer = inside[0]
-            if (
-                BY_NAME[buffer.dtype].itemsize != item
-                or (int(entry[f"{end}_address"]) - buffer.address) % item
-            ):
-                return "mismatched buffer"  # a stream-level type error
-            ends.append((space, addresses))
-        (src_space, src), (dst_space, dst) = ends
+        (src_space, src), (dst_space, dst) = ends_of[row]
         if src_space == dst_space and np.intersect1d(src, dst).size:
             return "self overlap"
         for _, other_src_space, other_src, other_dst_space, other_dst in in_flight:
@@ -127,6 +154,8 @@ def category(err: CopyIRError) -> str:
             return name
     if "elements, but buffer" in text:
         return "mismatched buffer"
+    if "is not a box of buffer" in text:
+        return "not a box"
     if "out of bounds" in text:
         return "out of bounds"
     if "overlap" in text:

@@ -744,10 +744,10 @@ def stream_seeds() -> tuple[Seed, ...]:
 def _run_stream_text(name: str, text: str) -> str:
     from copyir.backends.interpreter import fill_inputs, run_stream
 
-    from copyir.stream import from_program, parse_dma
+    from copyir.stream import read_dma
 
-    stream = from_program(parse_dma(text, name))
-    stream.validate(name)
+    stream = read_dma(text, name)
+    stream.validate()
     run_stream(stream, fill_inputs(stream, {}, "random"), "random")
     return "valid"
 

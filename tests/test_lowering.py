@@ -286,11 +286,14 @@ def test_binary_stream_with_bad_codes_is_refused():
     binary = io.BytesIO()
     save_npz(stream, binary)
     binary.seek(0)
+    loaded = load_npz(binary, "x.npz")
     with pytest.raises(CopyIRError) as caught:
-        load_npz(binary, "x.npz")
+        loaded.validate()
     assert (
-        str(caught.value) == "Cannot read DMA stream x.npz: a semaphore id out of range"
+        str(caught.value)
+        == "Malformed DMA stream: instruction 0: semaphore 99 in a program of 1"
     )
+    assert str(caught.value.loc) == "x.npz:1:1"
 
 
 # -- the command line ---------------------------------------------------------

@@ -138,12 +138,13 @@ def test_huge_buffers_in_a_binary_stream_are_refused(tmp_path):
     stream.buffers[0] = Buffer("x", "hbm", 0, "f32", (2**40, 2**40), True)
     path = tmp_path / "s.npz"
     save_npz(stream, path)
+    loaded = load_npz(str(path), "s.npz")
     with pytest.raises(CopyIRError) as caught:
-        load_npz(str(path), "s.npz")
+        loaded.validate()
     assert (
-        str(caught.value)
-        == "Cannot read DMA stream s.npz: buffer x has a bad address or shape"
+        str(caught.value) == "Malformed DMA stream: buffer x has a bad address or size"
     )
+    assert str(caught.value.loc) == "s.npz:1:1"
 
 
 def test_limits_on_semaphores_and_ranks():

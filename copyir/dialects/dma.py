@@ -10,6 +10,10 @@ id; a wait lowers a semaphore by a byte count. Every instruction is located
 at its source statement, with the pytree leaf or block it came from as a
 named location.
 
+The ops hold what the stream's tables hold and check nothing themselves:
+`copyir.validate` is the one validator of streams, on the tables, whether
+they come from this text, from a `.npz` file or from the lowering.
+
 Addresses and semaphore ids are static here. Counted loops will join as a
 `dma.loop` op whose body's addresses and ids are affine in the loop index
 (a base plus a per-iteration delta), so a large grid is one loop, not one
@@ -37,27 +41,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
-from copyir import errors
 from copyir.attributes import int_values
-from copyir.dtypes import BY_IR
-from copyir.errors import CopyIRError
-from copyir.machine import MAX_RANK, SPACES
-
-
-def _malformed(why: str) -> CopyIRError:
-    return CopyIRError(errors.STREAM_MALFORMED.format(why=why))
-
-
-def _check_space(space: str) -> None:
-    if space not in SPACES:
-        raise _malformed(f"unknown memory space {space!r}")
-
-
-def _check_shape(shape: tuple[int, ...], element_type: Attribute) -> None:
-    if element_type not in BY_IR:
-        raise _malformed(f"unknown element type {element_type}")
-    if len(shape) > MAX_RANK or any(d < 1 for d in shape):
-        raise _malformed(f"bad shape {list(shape)}")
 
 
 @irdl_op_definition
@@ -77,29 +61,6 @@ class ProgramOp(IRDLOperation):
         "$sym_name `target` $target `semaphores` $semaphores attr-dict-with-keyword "
         "$body"
     )
-
-    def verify_(self) -> None:
-        count = self.semaphores.value.data
-        if count < 0:
-            raise _malformed("a negative semaphore count")
-        names = set()
-        for op in self.body.block.ops:
-            if isinstance(op, BufferOp):
-                if op.buffer_name.data in names:
-                    raise _malformed(f"buffer {op.buffer_name.data} is declared twice")
-                names.add(op.buffer_name.data)
-            elif isinstance(op, SemaphoreDeclOp):
-                if op.first.value.data < 0 or op.first.value.data + op.count > count:
-                    raise _malformed(
-                        f"semaphore {op.sem_name.data} beyond the program's {count}"
-                    )
-            elif isinstance(op, StartOp | WaitOp):
-                if not 0 <= op.sem.value.data < count:
-                    raise _malformed(
-                        f"semaphore {op.sem.value.data} in a program of {count}"
-                    )
-            else:
-                raise _malformed(f"{op.name} in a dma.program")
 
     def __init__(self, name: str, target: str, semaphores: int, body: Region):
         super().__init__(
@@ -132,12 +93,6 @@ class BufferOp(IRDLOperation):
         "$buffer_name $space $address $element_type $shape (`param` $param^)? attr-dict"
     )
 
-    def verify_(self) -> None:
-        _check_space(self.space.data)
-        _check_shape(int_values(self.shape), self.element_type)
-        if self.address.value.data < 0:
-            raise _malformed(f"buffer {self.buffer_name.data} at a negative address")
-
 
 @irdl_op_definition
 class SemaphoreDeclOp(IRDLOperation):
@@ -162,10 +117,6 @@ class SemaphoreDeclOp(IRDLOperation):
         for extent in int_values(self.shape):
             count *= extent
         return count
-
-    def verify_(self) -> None:
-        if any(d < 1 for d in int_values(self.shape)):
-            raise _malformed(f"semaphore {self.sem_name.data} has a bad shape")
 
 
 @irdl_op_definition
@@ -196,19 +147,6 @@ class StartOp(IRDLOperation):
         "(`priority` $priority^)? attr-dict"
     )
 
-    def verify_(self) -> None:
-        _check_space(self.src_space.data)
-        _check_space(self.dst_space.data)
-        shape = int_values(self.shape)
-        _check_shape(shape, self.element_type)
-        for strides in (self.src_strides, self.dst_strides):
-            if len(int_values(strides)) != len(shape):
-                raise _malformed(
-                    f"strides {list(int_values(strides))} for shape {list(shape)}"
-                )
-        if self.priority is not None and self.priority.value.data not in (0, 1):
-            raise _malformed(f"priority {self.priority.value.data}")
-
 
 @irdl_op_definition
 class WaitOp(IRDLOperation):
@@ -220,10 +158,6 @@ class WaitOp(IRDLOperation):
     bytes = prop_def(IntegerAttr[I64])
 
     assembly_format = "`sem` $sem `bytes` $bytes attr-dict"
-
-    def verify_(self) -> None:
-        if self.bytes.value.data < 0:
-            raise _malformed("a wait for a negative number of bytes")
 
 
 Dma = Dialect("dma", [ProgramOp, BufferOp, SemaphoreDeclOp, StartOp, WaitOp], [])

@@ -1,0 +1,215 @@
+"""Which accesses meet in time and in memory: the index behind race checks.
+
+Each access is a box of one buffer (an interval per dimension) with a
+window in program time: a DMA end from its start to the wait that finishes
+it, a compute access for its one instant. Two accesses conflict when they
+share a buffer, their boxes and windows overlap, and at least one writes.
+
+Comparing every pair is quadratic, and both obvious orders fail somewhere:
+sorted by start time, a loop's DMAs meet only their neighbours, but a
+thousand DMAs in flight at once all meet each other; sorted by position,
+those thousand column DMAs are disjoint, but a loop's 200,000 copies into
+one buffer slot all meet. So, per buffer, the index counts the candidate
+pairs each order would produce (one sort and two binary searches per
+access, no pair made) and uses the order with the fewest: by start time,
+or by position along whichever buffer dimension separates the accesses
+best. Candidates are produced in chunks, earliest anchors first, and the
+search stops as soon as no later anchor can beat the earliest conflict
+found. Reads are never paired with reads.
+
+Everything is numpy over all accesses at once, so the cost is a few passes
+over the accesses plus the candidate pairs, and `Stats` counts both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+CHUNK = 1 << 20
+"""Candidate pairs produced and filtered at once (bounds memory)."""
+
+
+@dataclass(frozen=True)
+class Accesses:
+    """One row per access: its buffer, box, window and kind."""
+
+    buffer: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    write: np.ndarray
+    start: np.ndarray
+    """The event at which the access begins (a DMA's start)."""
+    finish: np.ndarray
+    """The event by which it is over (the wait that finishes a DMA)."""
+    event: np.ndarray
+    """Accesses of one event (a DMA's two ends) never conflict here."""
+
+
+@dataclass
+class Stats:
+    """The work of one search, for growth tests: counted, not timed."""
+
+    accesses: int = 0
+    candidates: int = 0
+    orders: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    later: int
+    earlier: int
+
+
+def first_conflict(accesses: Accesses, stats: Stats | None = None) -> Conflict | None:
+    """The conflict detected first: the one whose later access begins
+    earliest, then whose earlier access began earliest, then writes against
+    writes before writes against reads before reads against writes."""
+    stats = stats if stats is not None else Stats()
+    count = len(accesses.buffer)
+    stats.accesses += count
+    if count < 2:
+        return None
+    orders = [_by_time(accesses)] + [
+        _by_position(accesses, d) for d in range(accesses.lo.shape[1])
+    ]
+    buffers = int(accesses.buffer.max()) + 1
+    totals = np.stack([np.bincount(accesses.buffer, o.counts, buffers) for o in orders])
+    chosen = np.argmin(totals, axis=0)[accesses.buffer]
+    for number, order in enumerate(orders):
+        stats.orders[order.name] = stats.orders.get(order.name, 0) + int(
+            (chosen == number).sum()
+        )
+    counts = np.choose(chosen, [o.counts for o in orders])
+    anchors = np.argsort(accesses.start, kind="stable")
+    total = np.cumsum(counts[anchors])
+    best: tuple | None = None
+    at = 0
+    while at < count:
+        if best is not None and accesses.start[anchors[at]] > best[0]:
+            break  # every later anchor's conflicts are detected later
+        done = total[at - 1] if at else 0.0
+        stop = max(at + 1, int(np.searchsorted(total, done + CHUNK, side="right")))
+        chunk = anchors[at:stop]
+        at = stop
+        for number, order in enumerate(orders):
+            mine = chunk[chosen[chunk] == number]
+            if not len(mine):
+                continue
+            a, b = order.pairs(mine)
+            stats.candidates += len(a)
+            found = _best(accesses, a, b)
+            if found is not None and (best is None or found < best):
+                best = found
+    return None if best is None else Conflict(best[3], best[4])
+
+
+def _best(accesses: Accesses, a: np.ndarray, b: np.ndarray) -> tuple | None:
+    """Among candidate pairs, the earliest real conflict, as a sort key
+    ending in (later, earlier)."""
+    s, f = accesses.start, accesses.finish
+    meet = (accesses.event[a] != accesses.event[b]) & (s[a] < f[b]) & (s[b] < f[a])
+    meet &= accesses.write[a] | accesses.write[b]
+    meet &= ((accesses.lo[a] < accesses.hi[b]) & (accesses.lo[b] < accesses.hi[a])).all(
+        axis=1
+    )
+    if not meet.any():
+        return None
+    a, b = a[meet], b[meet]
+    later = np.where(s[a] > s[b], a, b)
+    earlier = np.where(s[a] > s[b], b, a)
+    w = accesses.write
+    rank = np.where(w[later], np.where(w[earlier], 0, 1), 2)
+    keys = np.lexsort((earlier, later, rank, s[earlier], s[later]))
+    k = keys[0]
+    return (
+        int(s[later[k]]),
+        int(s[earlier[k]]),
+        int(rank[k]),
+        int(later[k]),
+        int(earlier[k]),
+    )
+
+
+@dataclass(frozen=True)
+class _Order:
+    """One way to sort the accesses, and each anchor's range of partners in
+    it: `partners[lo[i]:hi[i]]` (all accesses for a write anchor, only the
+    writes for a read anchor)."""
+
+    name: str
+    everyone: np.ndarray
+    writers: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    write: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.maximum(self.hi - self.lo, 0).astype(np.float64)
+
+    def pairs(self, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a_parts, b_parts = [], []
+        for is_write, partners in ((True, self.everyone), (False, self.writers)):
+            mine = anchors[self.write[anchors] == is_write]
+            lo, hi = self.lo[mine], np.maximum(self.hi[mine], self.lo[mine])
+            sizes = hi - lo
+            total = int(sizes.sum())
+            if not total:
+                continue
+            first = np.repeat(lo - np.cumsum(sizes) + sizes, sizes)
+            a_parts.append(np.repeat(mine, sizes))
+            b_parts.append(partners[first + np.arange(total)])
+        if not a_parts:
+            empty = np.zeros(0, np.int64)
+            return empty, empty
+        return np.concatenate(a_parts), np.concatenate(b_parts)
+
+
+def _sorted(keys: np.ndarray, write: np.ndarray):
+    everyone = np.argsort(keys, kind="stable")
+    writers = everyone[write[everyone]]
+    return everyone, keys[everyone], writers, keys[writers]
+
+
+def _by_time(accesses: Accesses) -> _Order:
+    """Partners that begin while the anchor's window is open."""
+    span = int(max(accesses.finish.max(), accesses.start.max())) + 2
+    key = accesses.buffer * span + accesses.start
+    until = accesses.buffer * span + accesses.finish
+    everyone, all_keys, writers, write_keys = _sorted(key, accesses.write)
+    write = accesses.write
+    lo = np.where(
+        write,
+        np.searchsorted(all_keys, key, side="right"),
+        np.searchsorted(write_keys, key, side="right"),
+    )
+    hi = np.where(
+        write,
+        np.searchsorted(all_keys, until, side="left"),
+        np.searchsorted(write_keys, until, side="left"),
+    )
+    return _Order("time", everyone, writers, lo, hi, write)
+
+
+def _by_position(accesses: Accesses, dim: int) -> _Order:
+    """Partners whose box begins inside the anchor's along one dimension
+    (ties in the beginning broken by the sort, so each pair appears once)."""
+    values = np.unique(np.concatenate([accesses.lo[:, dim], accesses.hi[:, dim]]))
+    span = len(values) + 1
+    begin = np.searchsorted(values, accesses.lo[:, dim])
+    end = np.searchsorted(values, accesses.hi[:, dim])
+    key = accesses.buffer * span + begin
+    until = accesses.buffer * span + end
+    everyone, all_keys, writers, write_keys = _sorted(key, accesses.write)
+    position = np.empty(len(key), np.int64)
+    position[everyone] = np.arange(len(key))
+    write = accesses.write
+    lo = np.where(write, position + 1, np.searchsorted(write_keys, key, side="left"))
+    hi = np.where(
+        write,
+        np.searchsorted(all_keys, until, side="left"),
+        np.searchsorted(write_keys, until, side="left"),
+    )
+    return _Order(f"dimension {dim}", everyone, writers, lo, hi, write)

@@ -1,0 +1,403 @@
+"""The DMA protocol, decided once over a whole program: DESIGN's rule.
+
+Semaphores count bytes. A DMA d on semaphore s is finished at the first
+wait w on s after d at which the bytes consumed by all waits on s so far,
+w included, reach the bytes of all DMAs started on s before w. Until then
+d is in flight, and nothing else may read or write its destination or
+write its source. Any access that breaks this is a race, whatever order
+the DMAs happen to complete in.
+
+The program is a table of events in program order (DMA starts and waits;
+the accesses each start makes are rows of `Ends`), and every question is
+answered for all events at once with numpy, never by walking the events
+one by one in Python:
+
+- each wait's bytes needed against the bytes that can still arrive (a wait
+  no DMA can satisfy is an error, never a hang), and from the same running
+  sums the wait that finishes each DMA;
+- a DMA whose source and destination overlap;
+- races: accesses whose windows and boxes overlap (`overlaps`);
+- reads of memory nobody wrote: a read must be covered by writes that
+  began before it (with no race, those have finished), or by an input;
+- at the end, DMAs still in flight.
+
+The first problem in program order is raised, so the verdict is the one a
+step-by-step walk would give. `Namer` turns events, boxes and semaphores
+into the words of messages; the interpreter, a data-free check and (later)
+a timing model all call `check` with their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from copyir import errors
+from copyir.errors import CopyIRError, Note
+from copyir.stream import START, WAIT
+
+from . import coverage, overlaps
+
+MAX_NOTES = 20
+"""A leftovers error lists at most this many DMAs and semaphores."""
+
+
+@dataclass(frozen=True)
+class Events:
+    """The program's events in order: what each does to a semaphore."""
+
+    kind: np.ndarray
+    sem: np.ndarray
+    amount: np.ndarray
+    """Bytes a start moves, or bytes a wait needs."""
+
+    @property
+    def count(self) -> int:
+        return len(self.kind)
+
+
+@dataclass(frozen=True)
+class Ends:
+    """The accesses of the DMAs, two per start: its source (read) and its
+    destination (written; read too when the DMA adds)."""
+
+    event: np.ndarray
+    buffer: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    write: np.ndarray
+    read: np.ndarray
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The buffers as the protocol sees them."""
+
+    shapes: np.ndarray
+    strides: np.ndarray
+    provided: np.ndarray
+    """Per buffer: written whole before the program starts (an input)."""
+    params: np.ndarray
+
+    @property
+    def bases(self) -> np.ndarray:
+        return coverage.bases(self.shapes)
+
+
+class Namer(Protocol):
+    """How a caller names what the protocol reports."""
+
+    def fail(
+        self, event: int, message: str, notes: tuple[Note, ...] = ()
+    ) -> CopyIRError: ...
+    def site(self, event: int) -> Note: ...
+    def where(self, event: int) -> str: ...
+    def region(self, buffer: int, lo: np.ndarray, hi: np.ndarray) -> str: ...
+    def element(self, buffer: int, index: tuple[int, ...]) -> str: ...
+    def buffer_name(self, buffer: int) -> str: ...
+    def semaphore(self, sem: int) -> str: ...
+
+
+@dataclass
+class Verdict:
+    """What the protocol decided about a correct program."""
+
+    starts: np.ndarray
+    """The event of each DMA, in program order."""
+    finish: np.ndarray
+    """The event of the wait that finishes each DMA."""
+    written: tuple[np.ndarray, np.ndarray]
+    """Every element any DMA writes, as global intervals (`coverage`)."""
+    stats: overlaps.Stats = field(default_factory=overlaps.Stats)
+
+
+def check(events: Events, ends: Ends, memory: Memory, namer: Namer) -> Verdict:
+    """Decide the protocol for a whole program; raise its first problem."""
+    starts = np.flatnonzero(events.kind == START)
+    sems = _semaphores(events, starts)
+    finish = sems.finish
+    problems: list[tuple[int, int, object]] = []
+    if sems.unsatisfiable is not None:
+        problems.append((sems.unsatisfiable, 0, lambda: _unsatisfiable(sems, namer)))
+    dma = np.searchsorted(starts, ends.event)
+    window_end = finish[dma]
+    overlap = _self_overlap(ends)
+    if overlap is not None:
+        problems.append(
+            (int(ends.event[overlap[0]]), 1, lambda: _overlap(ends, overlap, namer))
+        )
+    stats = overlaps.Stats()
+    accesses = overlaps.Accesses(
+        ends.buffer, ends.lo, ends.hi, ends.write, ends.event, window_end, ends.event
+    )
+    conflict = overlaps.first_conflict(accesses, stats)
+    if conflict is not None:
+        at = int(ends.event[conflict.later])
+        problems.append((at, 2, lambda: _race(ends, conflict, namer)))
+    unwritten = _first_unwritten(ends, memory)
+    if unwritten is not None:
+        at = int(ends.event[unwritten[0]])
+        problems.append((at, 3, lambda: _uninitialized(ends, memory, unwritten, namer)))
+    leftover = np.flatnonzero(finish >= events.count)
+    if leftover.size:
+        problems.append(
+            (events.count, 4, lambda: _leftovers(events, starts, leftover, sems, namer))
+        )
+    if problems:
+        raise min(problems, key=lambda p: p[:2])[2]()
+    runs = _write_runs(ends, memory)
+    return Verdict(starts, finish, coverage.union(runs.lo, runs.hi), stats)
+
+
+# -- semaphores ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Semaphores:
+    finish: np.ndarray
+    unsatisfiable: int | None
+    need: int = 0
+    available: int = 0
+    events: Events | None = None
+
+
+def _semaphores(events: Events, starts: np.ndarray) -> _Semaphores:
+    """Running byte counts per semaphore, in one sort: each wait's need
+    against what can still arrive, and the wait that finishes each DMA."""
+    count = events.count
+    used = np.flatnonzero((events.kind == START) | (events.kind == WAIT))
+    if not used.size:
+        return _Semaphores(np.full(len(starts), count, np.int64), None, events=events)
+    order = used[np.lexsort((used, events.sem[used]))]
+    sem, kind = events.sem[order], events.kind[order]
+    amount = events.amount[order]
+    wide = float(amount.sum(dtype=np.float64)) >= 2.0**62
+    if wide:  # sums past 64 bits: exact, in Python integers
+        amount = amount.astype(object)
+    started = np.where(kind == START, amount, 0)
+    needed = np.where(kind == WAIT, amount, 0)
+    first = np.concatenate([[True], sem[1:] != sem[:-1]])
+    group = np.cumsum(first) - 1
+    started_before = np.cumsum(started) - started
+    consumed_before = np.cumsum(needed) - needed
+    started_before = started_before - started_before[first][group]
+    consumed_before = consumed_before - consumed_before[first][group]
+    waits = kind == WAIT
+    available = started_before - consumed_before
+    short = waits & (needed > available)
+    unsatisfiable = None
+    if short.any():
+        at = int(np.flatnonzero(short)[np.argmin(order[short])])
+        unsatisfiable = int(order[at])
+    full = waits & (consumed_before + needed >= started_before)
+    position = np.arange(len(order))
+    upcoming = np.where(full, position, len(order))
+    upcoming = np.minimum.accumulate(upcoming[::-1])[::-1]
+    finish_at = np.full(count + 1, count, np.int64)
+    mine = kind == START
+    nxt = upcoming[mine]
+    same = nxt < len(order)
+    same[same] = group[nxt[same]] == group[mine][same]
+    finish_at[order[mine]] = np.where(
+        same, order[np.minimum(nxt, len(order) - 1)], count
+    )
+    result = _Semaphores(finish_at[starts], unsatisfiable, events=events)
+    if unsatisfiable is not None:
+        at = int(np.flatnonzero(order == unsatisfiable)[0])
+        result = _Semaphores(
+            result.finish, unsatisfiable, int(needed[at]), int(available[at]), events
+        )
+    return result
+
+
+def _unsatisfiable(sems: _Semaphores, namer: Namer) -> CopyIRError:
+    events, at = sems.events, sems.unsatisfiable
+    before = np.arange(events.count) < at
+    pending = {}
+    for kind, sign in ((START, 1), (WAIT, -1)):
+        mine = before & (events.kind == kind)
+        for s, amount in zip(events.sem[mine], events.amount[mine], strict=True):
+            pending[int(s)] = pending.get(int(s), 0) + sign * int(amount)
+    sem = int(events.sem[at])
+    notes = tuple(
+        Note(errors.RUN_BYTES_IN_FLIGHT.format(sem=namer.semaphore(s), bytes=left))
+        for s, left in sorted(pending.items())
+        if left > 0 and s != sem
+    )[:MAX_NOTES]
+    return namer.fail(
+        at,
+        errors.RUN_UNSATISFIABLE_WAIT.format(
+            sem=namer.semaphore(sem), need=sems.need, available=sems.available
+        ),
+        notes,
+    )
+
+
+def _leftovers(events, starts, leftover, sems, namer: Namer) -> CopyIRError:
+    notes = [
+        Note(
+            f"DMA of {int(events.amount[starts[d]])} bytes on semaphore "
+            f"{namer.semaphore(int(events.sem[starts[d]]))} started here",
+            namer.site(int(starts[d])).loc,
+        )
+        for d in leftover[:MAX_NOTES]
+    ]
+    if len(leftover) > MAX_NOTES:
+        notes.append(Note(f"and {len(leftover) - MAX_NOTES} more DMAs"))
+    pending: dict[int, int] = {}
+    for kind, sign in ((START, 1), (WAIT, -1)):
+        mine = events.kind == kind
+        for s, amount in zip(events.sem[mine], events.amount[mine], strict=True):
+            pending[int(s)] = pending.get(int(s), 0) + sign * int(amount)
+    left = [(s, b) for s, b in sorted(pending.items()) if b]
+    for s, b in left[:MAX_NOTES]:
+        notes.append(
+            Note(f"semaphore {namer.semaphore(s)} ends at {b} bytes, not zero")
+        )
+    return namer.fail(
+        int(starts[leftover[0]]),
+        errors.RUN_LEFTOVERS.format(count=len(leftover)),
+        tuple(notes),
+    )
+
+
+# -- accesses --------------------------------------------------------------------------
+
+
+def _self_overlap(ends: Ends) -> tuple[int, int] | None:
+    """The first DMA whose source and destination share an element: its
+    two ends are consecutive rows of one event."""
+    a = np.arange(0, len(ends.event) - 1)
+    a = a[ends.event[a] == ends.event[a + 1]]
+    b = a + 1
+    same = (ends.buffer[a] == ends.buffer[b]) & (
+        (ends.lo[a] < ends.hi[b]) & (ends.lo[b] < ends.hi[a])
+    ).all(axis=1)
+    if not same.any():
+        return None
+    k = int(np.flatnonzero(same)[0])
+    return int(a[k]), int(b[k])
+
+
+def _overlap(ends: Ends, pair, namer: Namer) -> CopyIRError:
+    src, dst = pair
+    return namer.fail(
+        int(ends.event[src]),
+        errors.RUN_SELF_OVERLAP.format(
+            src=_region(ends, src, namer), dst=_region(ends, dst, namer)
+        ),
+    )
+
+
+def _region(ends: Ends, row: int, namer: Namer) -> str:
+    return namer.region(int(ends.buffer[row]), ends.lo[row], ends.hi[row])
+
+
+def _race(ends: Ends, conflict: overlaps.Conflict, namer: Namer) -> CopyIRError:
+    later, earlier = conflict.later, conflict.earlier
+    site = namer.site(int(ends.event[earlier]))
+    return namer.fail(
+        int(ends.event[later]),
+        errors.RUN_RACE.format(
+            action="writes" if ends.write[later] else "reads",
+            region=_region(ends, later, namer),
+            other=namer.where(int(ends.event[earlier])),
+            their="writes" if ends.write[earlier] else "reads",
+        ),
+        (Note("the DMA in flight started here", site.loc),),
+    )
+
+
+def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
+    """The first read, in program order, that no earlier write or input
+    covers, and its first unwritten element (a global number).
+
+    Most reads are of an input, or of exactly the box an earlier DMA
+    wrote (a window slot, a block): those are settled for all reads at once
+    by hashing boxes; only the others replay their buffer's writes."""
+    reads = np.flatnonzero(ends.read & ~memory.provided[ends.buffer])
+    if not reads.size:
+        return None
+    writes = np.flatnonzero(ends.write)
+    keys = coverage.box_keys(ends.buffer, ends.lo, ends.hi)
+    order = writes[np.lexsort((ends.event[writes], keys[writes]))]
+    at = np.searchsorted(keys[order], keys[reads], side="left")
+    found = at < len(order)
+    candidate = order[np.minimum(at, max(len(order) - 1, 0))] if len(order) else at
+    if len(order):
+        found &= keys[candidate] == keys[reads]
+        found &= ends.event[candidate] < ends.event[reads]
+        found &= ends.buffer[candidate] == ends.buffer[reads]
+        found &= (ends.lo[candidate] == ends.lo[reads]).all(axis=1)
+        found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
+    doubtful = reads[~found]
+    if not doubtful.size:
+        return None
+    return _replay(ends, memory, doubtful, writes)
+
+
+def _replay(ends: Ends, memory: Memory, doubtful, writes) -> tuple[int, int] | None:
+    """Replay, for each buffer with a doubtful read, its writes and those
+    reads in program order over an interval set."""
+    bases = memory.bases
+    best = None
+    for buffer in np.unique(ends.buffer[doubtful]):
+        mine_w = writes[ends.buffer[writes] == buffer]
+        mine_r = doubtful[ends.buffer[doubtful] == buffer]
+        rows = np.concatenate([mine_r, mine_w])
+        runs = coverage.box_runs(
+            memory.shapes,
+            memory.strides,
+            bases,
+            ends.buffer[rows],
+            ends.lo[rows],
+            ends.hi[rows],
+        )
+        owner = rows[runs.owner]
+        is_read = runs.owner < len(mine_r)
+        # Reads before writes at one event: a DMA that adds reads its
+        # destination before it writes it.
+        order = np.lexsort((runs.lo, ~is_read, ends.event[owner]))
+        written = coverage.IntervalSet()
+        for k in order:
+            if is_read[k]:
+                missing = written.first_missing(int(runs.lo[k]), int(runs.hi[k]))
+                if missing is not None:
+                    found = (int(ends.event[owner[k]]), int(owner[k]), missing)
+                    if best is None or found < best:
+                        best = found
+                    break
+            else:
+                written.add(int(runs.lo[k]), int(runs.hi[k]))
+    return None if best is None else (best[1], best[2])
+
+
+def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRError:
+    row, missing = found
+    buffer = int(ends.buffer[row])
+    flat = missing - int(memory.bases[buffer])
+    index = tuple(int(i) for i in np.unravel_index(flat, tuple(memory.shapes[buffer])))
+    notes = ()
+    if memory.params[buffer]:
+        notes = (Note(errors.RUN_NO_INPUT.format(name=namer.buffer_name(buffer))),)
+    return namer.fail(
+        int(ends.event[row]),
+        errors.RUN_UNINITIALIZED.format(
+            region=_region(ends, row, namer), first=namer.element(buffer, index)
+        ),
+        notes,
+    )
+
+
+def _write_runs(ends: Ends, memory: Memory) -> coverage.Runs:
+    writes = np.flatnonzero(ends.write)
+    return coverage.box_runs(
+        memory.shapes,
+        memory.strides,
+        memory.bases,
+        ends.buffer[writes],
+        ends.lo[writes],
+        ends.hi[writes],
+    )

@@ -1,0 +1,478 @@
+"""The one validator of DMA streams, and where each DMA end lies.
+
+A stream read from a file may have been written by hand or by an attacker,
+so before it runs every field is checked against the others: codes in
+range, shapes of at least one element, a start's byte count equal to its
+elements times its item size (counted without 64-bit overflow), buffers
+that do not overlap each other in their memory space, and every DMA end a
+box of one buffer: inside it, of the buffer's own dtype, and stepping along
+the buffer's dimensions with the buffer's own strides. That last rule is
+what makes a stream safe to execute (no view strays outside its buffer, no
+destination writes one element twice) and what lets the protocol compare
+accesses as boxes, one interval per buffer dimension.
+
+The first problem, in instruction order, is one located `CopyIRError`:
+`Malformed DMA stream: ...` at the instruction's line in the file the
+stream was read from, or the interpreter's own messages (out of bounds, a
+dtype mismatch, not a box) at the instruction's origin.
+
+`resolve_ends` is written over arrays so that instructions in loops, whose
+addresses differ per iteration, resolve all their iterations at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from copyir import errors
+from copyir.dtypes import BY_NAME, DTYPES
+from copyir.errors import CopyIRError, Loc
+from copyir.machine import MAX_RANK, SPACES
+from copyir.stream import START, WAIT, Buffer, Stream
+from copyir.target import BUILTIN
+
+LIMIT = 1 << 62
+"""Byte addresses, sizes and element counts stay below this, so that sums
+of a few of them never overflow numpy's 64-bit integers."""
+ITEMSIZES = np.array([d.itemsize for d in DTYPES], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Ends:
+    """DMA ends resolved against the buffers, one row per end.
+
+    `lo` and `hi` bound the box per buffer dimension (dimensions past a
+    buffer's rank are padded with [0, 1)); `offset` is the element offset
+    of the end's first element in its buffer.
+    """
+
+    buffer: np.ndarray
+    offset: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The buffers of a stream, sorted per memory space for lookups."""
+
+    buffers: list[Buffer]
+    rank: int
+    shapes: np.ndarray
+    """(buffers, rank): each buffer's shape, padded with 1s at the end."""
+    strides: np.ndarray
+    """(buffers, rank): row-major strides in elements, padded with 1s."""
+    dtypes: np.ndarray
+    starts: dict[int, np.ndarray]
+    """Per space code: the buffers' byte addresses, sorted."""
+    ids: dict[int, np.ndarray]
+    """Per space code: buffer numbers in the order of `starts`."""
+
+    @staticmethod
+    def of(buffers: list[Buffer]) -> Layout:
+        rank = max([len(b.shape) for b in buffers] + [1])
+        shapes = np.ones((len(buffers), rank), np.int64)
+        strides = np.ones((len(buffers), rank), np.int64)
+        for i, b in enumerate(buffers):
+            shapes[i, : len(b.shape)] = b.shape
+            step = 1
+            for d in reversed(range(len(b.shape))):
+                strides[i, d] = step
+                step *= b.shape[d]
+        codes = {d.name: i for i, d in enumerate(DTYPES)}
+        dtypes = np.array([codes[BY_NAME[b.dtype].name] for b in buffers], np.int64)
+        starts, ids = {}, {}
+        for code, space in enumerate(SPACES):
+            members = [i for i, b in enumerate(buffers) if b.space == space]
+            members.sort(key=lambda i: buffers[i].address)
+            ids[code] = np.array(members, np.int64)
+            starts[code] = np.array([buffers[i].address for i in members], np.int64)
+        return Layout(buffers, rank, shapes, strides, dtypes, starts, ids)
+
+
+class StreamProblem(Exception):
+    """A problem found at one instruction; the caller locates it."""
+
+    def __init__(self, row: int, message: str, malformed: bool):
+        super().__init__(message)
+        self.row = row
+        self.message = message
+        self.malformed = malformed
+
+
+def validate_stream(stream: Stream) -> tuple[Layout, Ends, Ends]:
+    """Check every field; return the layout and the resolved source and
+    destination of each start (the rows of `stream.instructions` where
+    `op == START`, in order). Raises the first problem, located."""
+    try:
+        layout = check_header(stream)
+        starts = check_instructions(stream)
+    except StreamProblem as problem:
+        raise locate(stream, problem) from None
+    table = stream.instructions[starts]
+    ends, problems = [], []
+    for end in ("src", "dst"):
+        space, address = table[f"{end}_space"], table[f"{end}_address"]
+        try:
+            ends.append(resolve_ends(layout, end, table, space, address))
+        except StreamProblem as problem:
+            problem.row = int(starts[problem.row])
+            problems.append(problem)
+    if problems:  # the earliest instruction's, its source before its destination
+        raise locate(stream, min(problems, key=lambda p: p.row)) from None
+    return layout, ends[0], ends[1]
+
+
+def locate(stream: Stream, problem: StreamProblem) -> CopyIRError:
+    """The problem as a user sees it: where the instruction is written (for
+    a malformed field) or where it came from (for a bad access)."""
+    row = problem.row
+    if not problem.malformed and row >= 0:
+        origin = stream.origin(row)
+        if origin.loc is not None:
+            message = problem.message
+            if origin.detail:
+                message = f"{message}, at {origin.detail}"
+            return CopyIRError(message, origin.loc)
+    where = stream.written_at(row)
+    message = problem.message
+    if problem.malformed:
+        prefix = f"instruction {row}: " if where is None and row >= 0 else ""
+        message = errors.STREAM_MALFORMED.format(why=prefix + message)
+    if where is None and stream.source is not None:
+        where = Loc(stream.source, 1, 1)
+    return CopyIRError(message, where)
+
+
+# -- the header: buffers and semaphores -----------------------------------------
+
+
+def check_header(stream: Stream) -> Layout:
+    def bad(why: str) -> StreamProblem:
+        return StreamProblem(-1, why, True)
+
+    table = stream.instructions
+    if table.ndim != 1 or table.dtype.names is None or "op" not in table.dtype.names:
+        raise bad("its instruction table is not a table")
+    if not 0 <= stream.semaphores < LIMIT:
+        raise bad(f"a semaphore count of {stream.semaphores}")
+    names = set()
+    for buffer in stream.buffers:
+        if buffer.name in names:
+            raise bad(f"buffer {buffer.name} is declared twice")
+        names.add(buffer.name)
+        check_buffer(buffer, stream.target, bad)
+    check_disjoint(stream.buffers, bad)
+    for named in stream.semaphore_names:
+        if (
+            any(d < 1 for d in named.shape)
+            or not named.first >= 0
+            or named.first + named.count > stream.semaphores
+        ):
+            raise bad(
+                f"semaphore {named.name} beyond the program's {stream.semaphores}"
+            )
+    return Layout.of(stream.buffers)
+
+
+def check_buffer(buffer: Buffer, target: str, bad) -> None:
+    if buffer.space not in SPACES:
+        raise bad(f"buffer {buffer.name} has an unknown memory space {buffer.space!r}")
+    if buffer.dtype not in BY_NAME:
+        raise bad(f"buffer {buffer.name} has an unknown element type {buffer.dtype}")
+    if len(buffer.shape) > MAX_RANK or any(d < 1 for d in buffer.shape):
+        raise bad(f"buffer {buffer.name} has a bad shape {list(buffer.shape)}")
+    item = BY_NAME[buffer.dtype].itemsize
+    if not 0 <= buffer.address < LIMIT or buffer.address + buffer.nbytes >= LIMIT:
+        raise bad(f"buffer {buffer.name} has a bad address or size")
+    if buffer.address % item:
+        raise bad(f"buffer {buffer.name} is not aligned to its {item}-byte elements")
+    if target in BUILTIN:
+        capacity = BUILTIN[target].capacity(buffer.space)
+        if buffer.address + buffer.nbytes > capacity:
+            raise bad(
+                f"buffer {buffer.name} ends past the {buffer.space} capacity "
+                f"of target {target} ({capacity} bytes)"
+            )
+
+
+def check_disjoint(buffers: list[Buffer], bad) -> None:
+    """Buffers in one memory space do not share a byte: the protocol keys
+    accesses by buffer, and copyir's lowering never makes such buffers."""
+    for space in SPACES:
+        members = sorted(
+            (b for b in buffers if b.space == space), key=lambda b: b.address
+        )
+        for a, b in itertools.pairwise(members):
+            if b.address < a.address + a.nbytes:
+                raise bad(
+                    f"buffers {a.name} ({space}[{a.address}:{a.address + a.nbytes}]) "
+                    f"and {b.name} ({space}[{b.address}:{b.address + b.nbytes}]) "
+                    "overlap"
+                )
+
+
+# -- instructions ------------------------------------------------------------------
+
+
+def check_instructions(stream: Stream) -> np.ndarray:
+    """Every instruction's own fields; returns the rows of the starts."""
+    table = stream.instructions
+    rank = table.dtype["shape"].shape[0] if table.dtype["shape"].shape else 1
+    op = table["op"].astype(np.int64)
+    start = op == START
+    problems: list[tuple[np.ndarray, object]] = [
+        (~np.isin(op, (START, WAIT)), lambda r: f"unknown instruction code {op[r]}"),
+        (
+            (table["sem"] < 0) | (table["sem"] >= stream.semaphores),
+            lambda r: (
+                f"semaphore {table['sem'][r]} in a program of {stream.semaphores}"
+            ),
+        ),
+        (
+            (table["origin"] < -1) | (table["origin"] >= len(stream.origins)),
+            lambda r: f"origin {table['origin'][r]} of {len(stream.origins)}",
+        ),
+        (
+            (op == WAIT) & (table["bytes"] < 0),
+            lambda r: "a wait for a negative number of bytes",
+        ),
+    ]
+    src_space, dst_space = table["src_space"], table["dst_space"]
+    dtype, ranks = table["dtype"].astype(np.int64), table["rank"].astype(np.int64)
+    problems += [
+        (
+            start & ((src_space >= len(SPACES)) | (dst_space >= len(SPACES))),
+            lambda r: f"unknown memory space code {max(src_space[r], dst_space[r])}",
+        ),
+        (
+            start & (dtype >= len(DTYPES)),
+            lambda r: f"unknown element type code {dtype[r]}",
+        ),
+        (start & (ranks > rank), lambda r: f"rank {ranks[r]} in a table of {rank}"),
+        (
+            start & (table["priority"] > 1),
+            lambda r: f"priority {table['priority'][r]}",
+        ),
+    ]
+    first = _first(problems)
+    shape = table["shape"].reshape(len(table), rank)
+    used = np.arange(rank)[None, :] < ranks[:, None]
+    elements = np.where(used, shape, 1)
+    problems = [
+        (
+            start & ((elements < 1) | (elements >= LIMIT)).any(axis=1),
+            lambda r: f"bad shape {shape[r, : ranks[r]].tolist()}",
+        ),
+    ]
+    first = _earliest(first, _first(problems))
+    count = np.prod(np.clip(elements, 1, LIMIT).astype(np.float64), axis=1)
+    item = ITEMSIZES[np.clip(dtype, 0, len(DTYPES) - 1)]
+    huge = start & (count * item >= LIMIT)
+    exact = np.prod(np.where(huge[:, None], 1, elements), axis=1) * item
+    problems = [
+        (huge, lambda r: f"a start of more than {LIMIT} bytes"),
+        (
+            start & ~huge & (table["bytes"] != exact),
+            lambda r: (
+                f"a start of {shape[r, : ranks[r]].tolist()} "
+                f"{DTYPES[dtype[r]].name} elements that moves {table['bytes'][r]} "
+                f"bytes, not {exact[r]}"
+            ),
+        ),
+    ]
+    first = _earliest(first, _first(problems))
+    if first is not None:
+        raise StreamProblem(first[0], first[1], True)
+    return np.flatnonzero(start)
+
+
+def _first(problems) -> tuple[int, str] | None:
+    """The earliest row with a problem, and its message (the first check
+    listed wins at one row)."""
+    best = None
+    for mask, message in problems:
+        rows = np.flatnonzero(mask)
+        if rows.size and (best is None or rows[0] < best[0]):
+            best = (int(rows[0]), message)
+    return None if best is None else (best[0], best[1](best[0]))
+
+
+def _earliest(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if a[0] <= b[0] else b
+
+
+# -- DMA ends ------------------------------------------------------------------------
+
+
+def resolve_ends(
+    layout: Layout,
+    end: str,
+    table: np.ndarray,
+    space: np.ndarray,
+    address: np.ndarray,
+) -> Ends:
+    """Where each DMA end lies: its buffer, element offset and box.
+
+    `table` holds the ends' instructions (dtype, rank, shape, strides), one
+    row per end; `space` and `address` the end's memory space and byte
+    address (which vary per iteration inside loops). Raises the first end
+    that is out of bounds, of another dtype than its buffer, or not a box.
+    """
+    count = len(table)
+    rank = table.dtype["shape"].shape[0] if table.dtype["shape"].shape else 1
+    ranks = table["rank"].astype(np.int64)
+    used = np.arange(rank)[None, :] < ranks[:, None]
+    shape = np.where(used, table["shape"].reshape(count, rank), 1)
+    strides = np.where(used, table[f"{end}_strides"].reshape(count, rank), 0)
+    item = ITEMSIZES[table["dtype"].astype(np.int64)]
+    label = "source" if end == "src" else "destination"
+    reach = ((shape - 1).astype(np.float64) * np.abs(strides)).sum(axis=1)
+    huge = reach * item >= LIMIT
+    steps = np.where(huge[:, None], 0, (shape - 1) * strides)
+    lo_byte = address + item * np.minimum(steps, 0).sum(axis=1)
+    hi_byte = address + item * (np.maximum(steps, 0).sum(axis=1) + 1)
+    buffer = np.full(count, -1, np.int64)
+    for code, starts in layout.starts.items():
+        mine = space == code
+        if starts.size and mine.any():
+            at = np.searchsorted(starts, lo_byte[mine], side="right") - 1
+            buffer[mine] = np.where(at >= 0, layout.ids[code][np.maximum(at, 0)], -1)
+    sizes = np.array([b.nbytes for b in layout.buffers] + [0], np.int64)
+    bases = np.array([b.address for b in layout.buffers] + [0], np.int64)
+    base, size = bases[buffer], sizes[buffer]
+    outside = huge | (buffer < 0) | (lo_byte >= base + size)
+    past = ~outside & (hi_byte > base + size)
+    wrong_dtype = (
+        ~outside
+        & ~past
+        & (
+            (layout.dtypes[np.maximum(buffer, 0)] != table["dtype"])
+            | ((address - base) % item != 0)
+        )
+    )
+
+    def region(r: int) -> str:
+        return f"{SPACES[space[r]]}[{lo_byte[r]}:{hi_byte[r]}]"
+
+    def out_of_bounds(r: int) -> str:
+        if outside[r]:
+            why = f"it lies outside every {SPACES[space[r]]} buffer"
+        else:
+            b = layout.buffers[buffer[r]]
+            why = (
+                f"it runs past the end of buffer {b.name} "
+                f"({b.space}[{b.address}:{b.address + b.nbytes}])"
+            )
+        return errors.RUN_OUT_OF_BOUNDS.format(end=label, region=region(r), why=why)
+
+    def mismatch(r: int) -> str:
+        b = layout.buffers[buffer[r]]
+        return errors.RUN_MISMATCHED_BUFFER.format(
+            end=label, dtype=DTYPES[table["dtype"][r]].name, name=b.name, held=b.dtype
+        )
+
+    if not layout.buffers and count:
+        raise StreamProblem(0, out_of_bounds(0), False)
+    bad = outside | past | wrong_dtype
+    safe_buffer = np.where(bad, 0, buffer)
+    offset = np.where(bad, 0, (address - base) // item)
+    lo, hi, not_box = _boxes(layout, safe_buffer, offset, shape, strides)
+    not_box &= ~bad
+
+    def not_a_box(r: int) -> str:
+        b = layout.buffers[buffer[r]]
+        return errors.RUN_NOT_A_BOX.format(
+            end=label,
+            region=region(r),
+            name=b.name,
+            shape=list(b.shape),
+            extents=shape[r, : ranks[r]].tolist(),
+            strides=strides[r, : ranks[r]].tolist(),
+        )
+
+    first = _first(
+        [
+            (outside | past, out_of_bounds),
+            (wrong_dtype, mismatch),
+            (not_box, not_a_box),
+        ]
+    )
+    if first is not None:
+        raise StreamProblem(first[0], first[1], False)
+    return Ends(buffer, offset, lo, hi)
+
+
+def _boxes(layout: Layout, buffer, offset, shape, strides):
+    """Each end as one [lo, hi) per buffer dimension, and which ends are not
+    boxes. The mapping of DMA dimensions onto buffer dimensions depends only
+    on the buffer and the DMA's shape and strides, so it is worked out once
+    per distinct combination and applied to all its ends at once."""
+    count = len(buffer)
+    bshape, bstrides = layout.shapes[buffer], layout.strides[buffer]
+    start = (offset[:, None] // bstrides) % bshape
+    lo, hi = start.copy(), start + 1
+    not_box = np.zeros(count, bool)
+    keys = np.concatenate([buffer[:, None], shape, strides], axis=1)
+    kinds, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    for number, key in enumerate(kinds):
+        members = np.flatnonzero(group == number)
+        extents = _dimension_extents(
+            layout.buffers[key[0]].shape,
+            key[1 : 1 + shape.shape[1]],
+            key[1 + shape.shape[1] :],
+        )
+        if extents is None:
+            not_box[members] = True
+            continue
+        for dim, (extent, from_zero) in extents.items():
+            hi[members, dim] = lo[members, dim] + extent
+            if from_zero:
+                not_box[members] |= lo[members, dim] != 0
+        not_box[members] |= (hi[members] > bshape[members]).any(axis=1)
+    return lo, hi, not_box
+
+
+def _dimension_extents(
+    buffer_shape, shape, strides
+) -> dict[int, tuple[int, bool]] | None:
+    """For a DMA of `shape` and `strides` (in elements) over a buffer, the
+    extent it covers in each buffer dimension it steps along, and whether it
+    must start there at 0 (a DMA dimension that spans several buffer
+    dimensions, such as 16 contiguous elements of 8-element rows); None
+    when the DMA's elements cannot form a box of the buffer."""
+    dims, bstrides, step = list(buffer_shape), [], 1
+    for extent in reversed(dims):
+        bstrides.append(step)
+        step *= extent
+    bstrides.reverse()
+    covered: dict[int, tuple[int, bool]] = {}
+    for extent, stride in zip(shape, strides, strict=True):
+        extent, stride = int(extent), int(stride)
+        if extent == 1:
+            continue
+        dim = next(
+            (d for d, s in enumerate(bstrides) if s == stride and dims[d] > 1), None
+        )
+        if dim is None:
+            return None
+        while extent > dims[dim]:  # spans whole rows of the next dimension out
+            if extent % dims[dim] or dim in covered or dim == 0:
+                return None
+            covered[dim] = (dims[dim], True)
+            extent //= dims[dim]
+            dim -= 1
+            while dim > 0 and dims[dim] == 1:
+                dim -= 1
+        if dim in covered:
+            return None
+        covered[dim] = (extent, False)
+    return covered
