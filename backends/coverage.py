@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from copyir.tables import group_rows, row_hash
+
 
 @dataclass(frozen=True)
 class Runs:
@@ -54,13 +56,14 @@ def box_runs(
     extents = hi - lo
     full = (lo == 0) & (hi == shapes[buffer])
     keys = np.concatenate([buffer[:, None], extents, full], axis=1)
-    kinds, group = np.unique(keys, axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    kinds, group = group_rows(keys)
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(kinds) + 1))
     firsts = base[buffer] + (lo * strides[buffer]).sum(axis=1)
     parts_lo, parts_hi, parts_owner = [], [], []
-    for number, key in enumerate(kinds):
-        members = np.flatnonzero(group == number)
-        b = int(key[0])
+    for number, row in enumerate(kinds):
+        members = order[bounds[number] : bounds[number + 1]]
+        b = int(buffer[row])
         ext = extents[members[0]]
         pattern, length = _pattern(shapes[b], strides[b], ext, full[members[0]])
         starts = (firsts[members][:, None] + pattern[None, :]).reshape(-1)
@@ -95,11 +98,7 @@ def _pattern(shape, strides, extents, full) -> tuple[np.ndarray, int]:
 def box_keys(buffer: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each box: equal boxes get equal keys, and callers
     compare the boxes themselves where keys agree."""
-    key = buffer.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    for column in [*lo.T, *hi.T]:
-        key = (key ^ column.astype(np.uint64)) * np.uint64(0xBF58476D1CE4E5B9)
-        key ^= key >> np.uint64(31)
-    return key
+    return row_hash(np.concatenate([buffer[:, None], lo, hi], axis=1))
 
 
 def union(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,7 @@ from copyir import errors
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.stream import START, Buffer, Origin, Stream
+from copyir.tables import group_rows
 from copyir.validate import Layout, validate_stream
 
 from . import coverage, protocol
@@ -310,9 +311,9 @@ class Executable:
                 ],
                 axis=1,
             )
-            kinds, group = np.unique(keys, axis=0, return_inverse=True)
+            firsts, group = group_rows(keys)
             numbers = []
-            for key in kinds.tolist():
+            for key in keys[firsts].tolist():
                 r = key[1]
                 sig = (
                     key[0],

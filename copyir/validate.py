@@ -32,6 +32,7 @@ from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import START, WAIT, Buffer, Stream
+from copyir.tables import group_rows
 from copyir.target import BUILTIN
 
 LIMIT = 1 << 62
@@ -96,11 +97,12 @@ class Layout:
 class StreamProblem(Exception):
     """A problem found at one instruction; the caller locates it."""
 
-    def __init__(self, row: int, message: str, malformed: bool):
+    def __init__(self, row: int, message: str, malformed: bool, loc: Loc | None = None):
         super().__init__(message)
         self.row = row
         self.message = message
         self.malformed = malformed
+        self.loc = loc
 
 
 def validate_stream(stream: Stream) -> tuple[Layout, Ends, Ends]:
@@ -137,7 +139,7 @@ def locate(stream: Stream, problem: StreamProblem) -> CopyIRError:
             if origin.detail:
                 message = f"{message}, at {origin.detail}"
             return CopyIRError(message, origin.loc)
-    where = stream.written_at(row)
+    where = problem.loc or stream.written_at(row)
     message = problem.message
     if problem.malformed:
         prefix = f"instruction {row}: " if where is None and row >= 0 else ""
@@ -151,8 +153,8 @@ def locate(stream: Stream, problem: StreamProblem) -> CopyIRError:
 
 
 def check_header(stream: Stream) -> Layout:
-    def bad(why: str) -> StreamProblem:
-        return StreamProblem(-1, why, True)
+    def bad(why: str, buffer: Buffer | None = None) -> StreamProblem:
+        return StreamProblem(-1, why, True, buffer.loc if buffer else None)
 
     table = stream.instructions
     if table.ndim != 1 or table.dtype.names is None or "op" not in table.dtype.names:
@@ -162,7 +164,7 @@ def check_header(stream: Stream) -> Layout:
     names = set()
     for buffer in stream.buffers:
         if buffer.name in names:
-            raise bad(f"buffer {buffer.name} is declared twice")
+            raise bad(f"buffer {buffer.name} is declared twice", buffer)
         names.add(buffer.name)
         check_buffer(buffer, stream.target, bad)
     check_disjoint(stream.buffers, bad)
@@ -179,23 +181,31 @@ def check_header(stream: Stream) -> Layout:
 
 
 def check_buffer(buffer: Buffer, target: str, bad) -> None:
+    """One buffer's own fields (`bad(why, buffer)` makes the problem)."""
     if buffer.space not in SPACES:
-        raise bad(f"buffer {buffer.name} has an unknown memory space {buffer.space!r}")
+        raise bad(
+            f"buffer {buffer.name} has an unknown memory space {buffer.space!r}", buffer
+        )
     if buffer.dtype not in BY_NAME:
-        raise bad(f"buffer {buffer.name} has an unknown element type {buffer.dtype}")
+        raise bad(
+            f"buffer {buffer.name} has an unknown element type {buffer.dtype}", buffer
+        )
     if len(buffer.shape) > MAX_RANK or any(d < 1 for d in buffer.shape):
-        raise bad(f"buffer {buffer.name} has a bad shape {list(buffer.shape)}")
+        raise bad(f"buffer {buffer.name} has a bad shape {list(buffer.shape)}", buffer)
     item = BY_NAME[buffer.dtype].itemsize
     if not 0 <= buffer.address < LIMIT or buffer.address + buffer.nbytes >= LIMIT:
-        raise bad(f"buffer {buffer.name} has a bad address or size")
+        raise bad(f"buffer {buffer.name} has a bad address or size", buffer)
     if buffer.address % item:
-        raise bad(f"buffer {buffer.name} is not aligned to its {item}-byte elements")
+        raise bad(
+            f"buffer {buffer.name} is not aligned to its {item}-byte elements", buffer
+        )
     if target in BUILTIN:
         capacity = BUILTIN[target].capacity(buffer.space)
         if buffer.address + buffer.nbytes > capacity:
             raise bad(
                 f"buffer {buffer.name} ends past the {buffer.space} capacity "
-                f"of target {target} ({capacity} bytes)"
+                f"of target {target} ({capacity} bytes)",
+                buffer,
             )
 
 
@@ -211,7 +221,8 @@ def check_disjoint(buffers: list[Buffer], bad) -> None:
                 raise bad(
                     f"buffers {a.name} ({space}[{a.address}:{a.address + a.nbytes}]) "
                     f"and {b.name} ({space}[{b.address}:{b.address + b.nbytes}]) "
-                    "overlap"
+                    "overlap",
+                    b,
                 )
 
 
@@ -421,10 +432,12 @@ def _boxes(layout: Layout, buffer, offset, shape, strides):
     lo, hi = start.copy(), start + 1
     not_box = np.zeros(count, bool)
     keys = np.concatenate([buffer[:, None], shape, strides], axis=1)
-    kinds, group = np.unique(keys, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    for number, key in enumerate(kinds):
-        members = np.flatnonzero(group == number)
+    firsts, group = group_rows(keys)
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(firsts) + 1))
+    for number, row in enumerate(firsts):
+        key = keys[row]
+        members = order[bounds[number] : bounds[number + 1]]
         extents = _dimension_extents(
             layout.buffers[key[0]].shape,
             key[1 : 1 + shape.shape[1]],

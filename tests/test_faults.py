@@ -46,7 +46,8 @@ def byte_addresses(entry, end: str) -> np.ndarray:
     for n, s in zip(entry["shape"][:rank], entry[f"{end}_strides"][:rank], strict=True):
         offsets = (offsets[:, None] + np.arange(int(n)) * int(s) * item).reshape(-1)
     address = int(entry[f"{end}_address"])
-    return np.unique((address + offsets[:, None] + np.arange(item)).reshape(-1))
+    found = np.sort((address + offsets[:, None] + np.arange(item)).reshape(-1))
+    return found[np.concatenate([[True], found[1:] != found[:-1]])]
 
 
 def end_problem(stream: Stream, entry, end: str):
@@ -70,7 +71,7 @@ def end_problem(stream: Stream, entry, end: str):
     ):
         return "mismatched buffer"
     item = BY_NAME[buffer.dtype].itemsize
-    elements = np.unique((addresses - buffer.address) // item)
+    elements = (addresses[::item] - buffer.address) // item
     count = int(np.prod(entry["shape"][: int(entry["rank"])]))
     index = np.array(np.unravel_index(elements, buffer.shape)).reshape(
         len(buffer.shape), -1
@@ -88,6 +89,14 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
     instruction order (inside a buffer, of its dtype, a box of it), then
     the protocol, instruction by instruction, on plain sets of bytes.
     """
+    for a in stream.buffers:
+        for b in stream.buffers:
+            if (
+                a is not b
+                and a.space == b.space
+                and a.address <= b.address < a.address + a.nbytes
+            ):
+                return "overlapping buffers"
     ends_of = {}
     for row, entry in enumerate(stream.instructions):
         if entry["op"] == WAIT:
@@ -156,6 +165,8 @@ def category(err: CopyIRError) -> str:
         return "mismatched buffer"
     if "is not a box of buffer" in text:
         return "not a box"
+    if text.startswith("Malformed DMA stream: buffers "):
+        return "overlapping buffers"
     if "out of bounds" in text:
         return "out of bounds"
     if "overlap" in text:
@@ -229,7 +240,52 @@ def reorder(stream, rng):
     return with_table(stream, table[order]), f"move wait {i} to {j}"
 
 
+def same_buffer(stream, rng):
+    """Make one start copy within its source's buffer, and point a later
+    start's destination at that start's source: the race of a source that
+    is written while its same-buffer DMA is in flight."""
+    table = stream.instructions.copy()
+    starts = list(np.flatnonzero(table["op"] == START))
+    i = rng.choice(starts)
+    space = SPACES[table["src_space"][i]]
+    buffer = rng.choice([b for b in stream.buffers if b.space == space])
+    item = BY_NAME[buffer.dtype].itemsize
+    table["dst_space"][i] = table["src_space"][i]
+    table["dst_strides"][i] = table["src_strides"][i]
+    rows = max(1, buffer.shape[0]) if buffer.shape else 1
+    step = buffer.nbytes // rows
+    table["dst_address"][i] = buffer.address + step * rng.randrange(rows)
+    later = [j for j in starts if j > i]
+    how = f"start {i} copies within {buffer.name}"
+    if later and rng.random() < 0.7:
+        j = rng.choice(later)
+        table["dst_space"][j] = table["src_space"][i]
+        table["dst_address"][j] = table["src_address"][i]
+        table["dst_strides"][j] = table["src_strides"][i]
+        how += f", and start {j} writes its source"
+    del item
+    return with_table(stream, table), how
+
+
+def overlap_buffers(stream, rng):
+    """Move a buffer so that it shares bytes with another of its space."""
+    pairs = [
+        (a, b)
+        for a in stream.buffers
+        for b in stream.buffers
+        if a is not b and a.space == b.space
+    ]
+    if not pairs:
+        return stream, "no two buffers share a space"
+    a, b = rng.choice(pairs)
+    moved = replace(a, address=b.address + rng.randrange(0, b.nbytes, 4))
+    buffers = [moved if x is a else x for x in stream.buffers]
+    return replace(stream, buffers=buffers), f"move {a.name} into {b.name}"
+
+
 MUTATIONS = [
+    same_buffer,
+    overlap_buffers,
     drop_wait,
     swap_semaphores,
     shrink_wait,
@@ -295,7 +351,34 @@ def test_oracle_sees_each_kind_of_fault():
     for _ in range(300):
         mutant, _ = rng.choice(MUTATIONS)(stream, rng)
         kinds.add(oracle(mutant, set(inputs)))
-    assert {"race", "unsatisfiable", "leftovers", "out of bounds", None} <= kinds
+    assert {
+        "race",
+        "unsatisfiable",
+        "leftovers",
+        "out of bounds",
+        "overlapping buffers",
+        "not a box",
+        "self overlap",
+        None,
+    } <= kinds
+
+
+def test_same_buffer_mutants_reach_the_missed_race():
+    """The class issue 7 found missed: a DMA within one buffer whose source
+    a later DMA writes while it is in flight. The mutation makes it, the
+    oracle calls it a race, and so does the interpreter."""
+    stream, inputs = lowered("manual")
+    rng = random.Random(3)
+    raced = 0
+    for _ in range(200):
+        mutant, how = same_buffer(stream, rng)
+        if "writes its source" not in how or oracle(mutant, set(inputs)) != "race":
+            continue
+        with pytest.raises(CopyIRError) as caught:
+            copyir.run(mutant, inputs)
+        assert category(caught.value) == "race", how
+        raced += 1
+    assert raced >= 5
 
 
 def test_dtype_codes_cover_every_dtype():

@@ -340,7 +340,11 @@ def race_free_programs(draw):
     written = {"x", "y"}  # inputs; z is an output that starts unwritten
 
     for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["split", "tree", "window", "add", "array"]))
+        kind = draw(
+            st.sampled_from(
+                ["split", "tree", "window", "add", "array", "inplace", "rewrite"]
+            )
+        )
         src = draw(st.sampled_from(sorted(written)))
         if kind == "split":  # two halves started on one semaphore, one whole wait
             buf, s = name("b"), name("s")
@@ -422,6 +426,32 @@ def race_free_programs(draw):
                     f"copy_start {src} -> z, {s}, add",
                     f"copy_wait {src} -> z, {s}",
                 ]
+        elif kind == "inplace":  # source and destination in one buffer
+            buf, s = name("b"), name("s")
+            lines += [
+                f"{buf} = alloc {dtype}[{2 * rows}, {cols}] @vmem",
+                f"{s} = semaphore",
+                f"sync_copy {src} -> {buf}[0:{rows}]",
+                f"copy_start {buf}[0:{rows}] -> {buf}[{rows}:{2 * rows}], {s}",
+                f"copy_wait {buf}[0:{rows}] -> {buf}[{rows}:{2 * rows}], {s}",
+                f"sync_copy {buf}[{rows}:{2 * rows}] -> z",
+            ]
+            written.add("z")
+        elif kind == "rewrite":  # a source written again once its DMA is waited
+            buf, s, t = name("b"), name("s"), name("s")
+            other = draw(st.sampled_from(sorted(written)))
+            lines += [
+                f"{buf} = alloc {dtype}[{rows}, {cols}] @vmem",
+                f"{s} = semaphore",
+                f"{t} = semaphore",
+                f"sync_copy {src} -> {buf}",
+                f"copy_start {buf} -> z, {s}",
+                f"copy_wait {buf} -> z, {s}",
+                f"copy_start {other} -> {buf}, {t}",
+                f"copy_wait {other} -> {buf}, {t}",
+                f"sync_copy {buf} -> z, add",
+            ]
+            written.add("z")
         else:  # a semaphore array, one DMA per row, all in flight, then all waited
             buf, sems = name("b"), name("sa")
             lines += [
