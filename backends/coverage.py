@@ -146,6 +146,21 @@ class IntervalSet:
         self.starts[i:j] = [lo]
         self.ends[i:j] = [hi]
 
+    def remove(self, lo: int, hi: int) -> None:
+        i = bisect.bisect_right(self.ends, lo)  # first interval ending after lo
+        j = bisect.bisect_left(self.starts, hi)  # intervals starting before hi
+        if i >= j:
+            return
+        keep_starts, keep_ends = [], []
+        if self.starts[i] < lo:
+            keep_starts.append(self.starts[i])
+            keep_ends.append(lo)
+        if self.ends[j - 1] > hi:
+            keep_starts.append(hi)
+            keep_ends.append(self.ends[j - 1])
+        self.starts[i:j] = keep_starts
+        self.ends[i:j] = keep_ends
+
     def first_missing(self, lo: int, hi: int) -> int | None:
         """The first element of [lo, hi) not in the set, or None."""
         i = bisect.bisect_right(self.starts, lo) - 1

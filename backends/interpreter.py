@@ -36,11 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir import errors
+from copyir.compute import compile_expression, parse
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
-from copyir.stream import START, Buffer, Origin, Stream
+from copyir.expand import Trace
+from copyir.stream import COMPUTE, INVALIDATE, START, Buffer, Origin, Stream
 from copyir.tables import group_rows
-from copyir.validate import Layout, validate_stream
+from copyir.validate import Access, Validated, validate_stream
 
 from . import coverage, protocol
 
@@ -54,26 +56,25 @@ MAX_SEED = 2**63 - 1
 
 @dataclass(frozen=True)
 class _Namer:
-    """Events by their origins, boxes in the buffers' own indices."""
+    """Events by their origins and iterations, boxes in buffer indices."""
 
     stream: Stream
+    trace: Trace
 
     def origin(self, event: int) -> Origin:
-        return self.stream.origin(event)
+        return self.stream.origin(int(self.trace.row[event]))
 
     def fail(
         self, event: int, message: str, notes: tuple[Note, ...] = ()
     ) -> CopyIRError:
-        origin = self.origin(event)
-        if origin.detail:
-            message = f"{message}, at {origin.detail}"
-        return CopyIRError(message, origin.loc, notes)
+        return self.trace.fail(self.stream, event, message, notes)
 
     def site(self, event: int) -> Note:
         return Note("", self.origin(event).loc)
 
     def where(self, event: int) -> str:
-        return str(self.origin(event))
+        iteration = self.trace.iteration(self.stream, event)
+        return f"{self.origin(event)}" + (f" at {iteration}" if iteration else "")
 
     def region(self, buffer: int, lo: np.ndarray, hi: np.ndarray) -> str:
         b = self.stream.buffers[buffer]
@@ -96,53 +97,90 @@ class _Namer:
 
 @dataclass(frozen=True)
 class Program:
-    """A validated stream as the protocol's tables."""
+    """A validated, expanded stream as the protocol's tables."""
 
-    layout: Layout
+    validated: Validated
     events: protocol.Events
     ends: protocol.Ends
     memory: protocol.Memory
-    src_offset: np.ndarray
-    dst_offset: np.ndarray
+    namer: _Namer
+
+    @property
+    def trace(self) -> Trace:
+        return self.validated.trace
 
 
-def prepare(stream: Stream, provided: frozenset[str]) -> Program:
-    """Validate a stream and build the protocol's tables of it."""
-    layout, src, dst = validate_stream(stream)
+def prepare(
+    stream: Stream,
+    provided: frozenset[str],
+    order: dict[int, np.ndarray] | None = None,
+) -> Program:
+    """Validate a stream, expand its loops and build the protocol's tables."""
+    validated = validate_stream(stream, order)
     check_names(stream, provided)
-    table = stream.instructions
-    starts = np.flatnonzero(table["op"] == START)
-    events = protocol.Events(
-        table["op"].astype(np.int64),
-        table["sem"].astype(np.int64),
-        table["bytes"].astype(np.int64),
+    trace = validated.trace
+    rows = stream.instructions[trace.row]
+    op = rows["op"].astype(np.int64)
+    events = protocol.Events(op, trace.sem, rows["bytes"].astype(np.int64))
+    src, dst = validated.src, validated.dst
+    at = np.searchsorted(dst.events, src.events)
+    parts = [_dma_ends(src, _subset(dst, at), rows["add"][src.events])]
+    for operand in validated.operands:
+        parts.append(_instant_ends(operand, write=False, invalidate=False))
+    for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
+        mine = np.flatnonzero(op[dst.events] == kind)
+        parts.append(
+            _instant_ends(_subset(dst, mine), write=True, invalidate=invalidate)
+        )
+    layout = validated.layout
+    memory = protocol.Memory(
+        layout.shapes,
+        layout.strides,
+        np.array([b.param and b.name in provided for b in stream.buffers], bool),
+        np.array([b.param for b in stream.buffers], bool),
     )
-    count = len(starts)
-    add = table["add"][starts].astype(bool)
+    ends = protocol.Ends.concatenate(parts)
+    return Program(validated, events, ends, memory, _Namer(stream, trace))
+
+
+def _subset(access: Access, at: np.ndarray) -> Access:
+    return Access(*(getattr(access, f)[at] for f in Access.__dataclass_fields__))
+
+
+def _dma_ends(src: Access, dst: Access, add: np.ndarray) -> protocol.Ends:
+    """Two rows per DMA, its source then its destination."""
+    count = len(src.events)
 
     def both(a, b):
         out = np.empty((2 * count, *a.shape[1:]), a.dtype)
         out[0::2], out[1::2] = a, b
         return out
 
-    ends = protocol.Ends(
-        event=np.repeat(starts, 2),
+    no, yes = np.zeros(count, bool), np.ones(count, bool)
+    return protocol.Ends(
+        event=np.repeat(src.events, 2),
         buffer=both(src.buffer, dst.buffer),
         lo=both(src.lo, dst.lo),
         hi=both(src.hi, dst.hi),
-        write=both(np.zeros(count, bool), np.ones(count, bool)),
-        read=both(np.ones(count, bool), add),
+        write=both(no, yes),
+        read=both(yes, add.astype(bool)),
+        instant=both(no, no),
+        invalidate=both(no, no),
     )
-    provided_mask = np.array(
-        [b.param and b.name in provided for b in stream.buffers], bool
+
+
+def _instant_ends(access: Access, write: bool, invalidate: bool) -> protocol.Ends:
+    count = len(access.events)
+    return protocol.Ends(
+        event=access.events,
+        buffer=access.buffer,
+        lo=access.lo,
+        hi=access.hi,
+        write=np.full(count, write),
+        read=np.full(count, not write),
+        instant=np.ones(count, bool),
+        invalidate=np.full(count, invalidate),
     )
-    memory = protocol.Memory(
-        layout.shapes,
-        layout.strides,
-        provided_mask,
-        np.array([b.param for b in stream.buffers], bool),
-    )
-    return Program(layout, events, ends, memory, src.offset, dst.offset)
 
 
 def check_stream(
@@ -155,7 +193,7 @@ def check_stream(
     if provided is None:
         provided = frozenset(b.name for b in stream.buffers if b.param)
     program = prepare(stream, frozenset(provided))
-    return protocol.check(program.events, program.ends, program.memory, _Namer(stream))
+    return protocol.check(program.events, program.ends, program.memory, program.namer)
 
 
 def schedule(
@@ -224,10 +262,12 @@ class Executable:
             raise CopyIRError(errors.RUN_BAD_SEED.format(seed=seed))
         self.stream = stream
         self.provided = frozenset(provided)
-        program = prepare(stream, self.provided)
-        namer = _Namer(stream)
-        verdict = protocol.check(program.events, program.ends, program.memory, namer)
+        program = prepare(stream, self.provided, _parallel_order(stream, mode, seed))
+        verdict = protocol.check(
+            program.events, program.ends, program.memory, program.namer
+        )
         self.verdict = verdict
+        self.trace = program.trace
         self.completions: list[tuple[int, int]] = schedule(
             mode, int(seed), program.events, verdict
         )
@@ -286,61 +326,96 @@ class Executable:
     # -- the copies
 
     def _plan(self, program: Program) -> None:
-        """Each move as (source stack, offset, destination stack, offset, add),
-        in completion order; a stack is one (buffer, shape, strides)."""
-        table = self.stream.instructions
-        rank = table.dtype["shape"].shape[0]
-        starts = program.events.kind == START
-        rows = table[starts]
-        ranks = rows["rank"].astype(np.int64)
-        used = np.arange(rank)[None, :] < ranks[:, None]
-        shape = np.where(used, rows["shape"].reshape(len(rows), rank), 0)
-        self._signatures: list[tuple[int, tuple, tuple, int]] = []
+        """Each step as (source, offset, destination stack, offset, kind), in
+        the order it happens: a DMA's data move at its moment (kind 0 copies,
+        1 adds), a computation at its event (kind 2: the source is its
+        function and the offset its operands' stacks and offsets). A stack
+        is one (buffer, shape, strides) of a kind of end."""
+        self._signatures: list[tuple[int, tuple, tuple]] = []
         index: dict[tuple, int] = {}
-        stack_of = {}
-        for end, offset in (("src", program.src_offset), ("dst", program.dst_offset)):
-            buffer = program.ends.buffer[0 if end == "src" else 1 :: 2]
-            strides = np.where(used, rows[f"{end}_strides"].reshape(len(rows), rank), 0)
+
+        def stacks_of(access: Access) -> list[int]:
             keys = np.concatenate(
                 [
-                    buffer[:, None],
-                    ranks[:, None],
-                    rows["dtype"][:, None],
-                    shape,
-                    strides,
+                    access.buffer[:, None],
+                    access.rank[:, None],
+                    access.shape,
+                    access.strides,
                 ],
                 axis=1,
             )
             firsts, group = group_rows(keys)
+            rank = access.shape.shape[1]
             numbers = []
             for key in keys[firsts].tolist():
                 r = key[1]
                 sig = (
                     key[0],
-                    tuple(key[3 : 3 + r]),
-                    tuple(key[3 + rank : 3 + rank + r]),
+                    tuple(key[2 : 2 + r]),
+                    tuple(key[2 + rank : 2 + rank + r]),
                 )
-                if sig not in index:
-                    index[sig] = len(self._signatures)
-                    self._signatures.append((*sig, key[2]))
-                numbers.append(index[sig])
-            stack_of[end] = (np.array(numbers, np.int64)[group.reshape(-1)], offset)
-        dma = {int(s): k for k, s in enumerate(np.flatnonzero(starts))}
-        add = rows["add"].astype(bool).tolist()
-        src_stack, src_off = (x.tolist() for x in stack_of["src"])
-        dst_stack, dst_off = (x.tolist() for x in stack_of["dst"])
-        self._moves = []
-        for _, start in self.completions:
-            k = dma[start]
-            self._moves.append(
-                (src_stack[k], src_off[k], dst_stack[k], dst_off[k], add[k])
+                numbers.append(index.setdefault(sig, len(index)))
+                if len(self._signatures) < len(index):
+                    self._signatures.append(sig)
+            return np.array(numbers, np.int64)[group].tolist() if len(keys) else []
+
+        src_stack, dst_stack = (
+            stacks_of(program.validated.src),
+            stacks_of(program.validated.dst),
+        )
+        src, dst = program.validated.src, program.validated.dst
+        src_offset, dst_offset = src.offset.tolist(), dst.offset.tolist()
+        src_at = {e: k for k, e in enumerate(src.events.tolist())}
+        dst_at = {e: k for k, e in enumerate(dst.events.tolist())}
+        rows = self.stream.instructions[program.trace.row]
+        add = rows["add"].astype(bool)
+        steps = []
+        for order, (moment, start) in enumerate(self.completions):
+            k, d = src_at[start], dst_at[start]
+            step = (
+                src_stack[k],
+                src_offset[k],
+                dst_stack[d],
+                dst_offset[d],
+                int(add[start]),
             )
+            steps.append(((moment, 1, order), step))
+        computes = np.flatnonzero(rows["op"] == COMPUTE)
+        if len(computes):
+            operand_at = [
+                {e: k for k, e in enumerate(o.events.tolist())}
+                for o in program.validated.operands
+            ]
+            operand_stacks = [stacks_of(o) for o in program.validated.operands]
+            functions = {}
+            for event in computes.tolist():
+                number = int(rows["compute"][event])
+                spec = self.stream.computes[number - 1]
+                if number not in functions:
+                    dtype = DTYPES[int(rows["dtype"][event])].numpy
+                    functions[number] = compile_expression(
+                        parse(spec.expression), dtype
+                    )
+                inputs = []
+                for k in range(len(spec.operands)):
+                    at = operand_at[k][event]
+                    inputs.append(
+                        (
+                            operand_stacks[k][at],
+                            int(program.validated.operands[k].offset[at]),
+                        )
+                    )
+                d = dst_at[event]
+                step = (functions[number], inputs, dst_stack[d], dst_offset[d], 2)
+                steps.append(((event, 0, 0), step))
+            steps.sort(key=lambda item: item[0])
+        self._moves = [step for _, step in steps]
 
     def _stacks(self, flats: dict[int, np.ndarray]) -> list[np.ndarray]:
         """One strided stack per signature: `stack[offset]` is the box of
         that shape and strides starting at element `offset` of the buffer."""
         stacks = []
-        for buffer, shape, strides, _ in self._signatures:
+        for buffer, shape, strides in self._signatures:
             flat = flats[buffer]
             if not shape:  # a single element: one-element boxes
                 shape, strides = (1,), (1,)
@@ -379,7 +454,12 @@ class Executable:
         self._views = views
         stacks = self._stacks(flats)
         self._bound = [
-            (stacks[si], so, stacks[di], do, add) for si, so, di, do, add in self._moves
+            (
+                (src, [(stacks[si], o) for si, o in so], stacks[di], do, kind)
+                if kind == 2
+                else (stacks[src], so, stacks[di], do, kind)
+            )
+            for src, so, di, do, kind in self._moves
         ]
         self.execute()
         return {name: views[i] for name, i in self.params.items()}
@@ -417,12 +497,27 @@ class Executable:
         the benchmarks time: the compiled stream alone).
         """
         copyto, add_to = np.copyto, np.add
-        for src, so, dst, do, add in self._bound:
-            if add:
+        for src, so, dst, do, kind in self._bound:
+            if kind == 0:
+                copyto(dst[do], src[so])
+            elif kind == 1:
                 target = dst[do]
                 add_to(target, src[so], out=target)
             else:
-                copyto(dst[do], src[so])
+                copyto(dst[do], src([stack[o] for stack, o in so]))
+
+
+def _parallel_order(stream: Stream, mode: str, seed: int) -> dict[int, np.ndarray]:
+    """In random mode, the iterations of each parallel loop run in a seeded
+    permuted order (the stream says they do not depend on each other)."""
+    if mode != "random":
+        return {}
+    rng = np.random.default_rng([seed, 1])
+    return {
+        number: rng.permutation(loop.trip_count)
+        for number, loop in enumerate(stream.loops, start=1)
+        if loop.parallel
+    }
 
 
 def compile_stream(

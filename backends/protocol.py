@@ -60,8 +60,10 @@ class Events:
 
 @dataclass(frozen=True)
 class Ends:
-    """The accesses of the DMAs, two per start: its source (read) and its
-    destination (written; read too when the DMA adds)."""
+    """The accesses to memory, one row each: a DMA's source (read) and
+    destination (written; read too when the DMA adds), in consecutive
+    rows; a computation's operands (read) and destination (written); an
+    invalidation's box (which it makes unwritten)."""
 
     event: np.ndarray
     buffer: np.ndarray
@@ -69,6 +71,15 @@ class Ends:
     hi: np.ndarray
     write: np.ndarray
     read: np.ndarray
+    instant: np.ndarray
+    """Accesses of a computation or an invalidation: over at their event,
+    rather than in flight until a wait."""
+    invalidate: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: list[Ends]) -> Ends:
+        names = Ends.__dataclass_fields__
+        return Ends(*(np.concatenate([getattr(p, n) for p in parts]) for n in names))
 
 
 @dataclass(frozen=True)
@@ -121,8 +132,10 @@ def check(events: Events, ends: Ends, memory: Memory, namer: Namer) -> Verdict:
     problems: list[tuple[int, int, object]] = []
     if sems.unsatisfiable is not None:
         problems.append((sems.unsatisfiable, 0, lambda: _unsatisfiable(sems, namer)))
-    dma = np.searchsorted(starts, ends.event)
-    window_end = finish[dma]
+    dma = np.minimum(np.searchsorted(starts, ends.event), max(len(starts) - 1, 0))
+    window_end = np.where(
+        ends.instant, ends.event + 1, finish[dma] if len(starts) else 0
+    )
     overlap = _self_overlap(ends)
     if overlap is not None:
         problems.append(
@@ -270,7 +283,9 @@ def _self_overlap(ends: Ends) -> tuple[int, int] | None:
     """The first DMA whose source and destination share an element: its
     two ends are consecutive rows of one event."""
     a = np.arange(0, len(ends.event) - 1)
-    a = a[ends.event[a] == ends.event[a + 1]]
+    a = a[
+        (ends.event[a] == ends.event[a + 1]) & ~ends.instant[a] & ~ends.instant[a + 1]
+    ]
     b = a + 1
     same = (ends.buffer[a] == ends.buffer[b]) & (
         (ends.lo[a] < ends.hi[b]) & (ends.lo[b] < ends.hi[a])
@@ -298,14 +313,20 @@ def _region(ends: Ends, row: int, namer: Namer) -> str:
 def _race(ends: Ends, conflict: overlaps.Conflict, namer: Namer) -> CopyIRError:
     later, earlier = conflict.later, conflict.earlier
     site = namer.site(int(ends.event[earlier]))
+    words = {
+        "action": "writes" if ends.write[later] else "reads",
+        "region": _region(ends, later, namer),
+        "other": namer.where(int(ends.event[earlier])),
+        "their": "writes" if ends.write[earlier] else "reads",
+    }
+    if ends.instant[later]:
+        what = "invalidation" if ends.invalidate[later] else "computation"
+        message = errors.RUN_ACCESS_RACE.format(what=what, **words)
+    else:
+        message = errors.RUN_RACE.format(**words)
     return namer.fail(
         int(ends.event[later]),
-        errors.RUN_RACE.format(
-            action="writes" if ends.write[later] else "reads",
-            region=_region(ends, later, namer),
-            other=namer.where(int(ends.event[earlier])),
-            their="writes" if ends.write[earlier] else "reads",
-        ),
+        message,
         (Note("the DMA in flight started here", site.loc),),
     )
 
@@ -318,9 +339,13 @@ def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
     wrote (a window slot, a block): those are settled for all reads at once
     by hashing boxes; only the others replay their buffer's writes."""
     reads = np.flatnonzero(ends.read & ~memory.provided[ends.buffer])
+    invalidated = np.unique(ends.buffer[ends.invalidate])
+    reads = np.union1d(
+        reads, np.flatnonzero(ends.read & np.isin(ends.buffer, invalidated))
+    )
     if not reads.size:
         return None
-    writes = np.flatnonzero(ends.write)
+    writes = np.flatnonzero(ends.write & ~ends.invalidate)
     keys = coverage.box_keys(ends.buffer, ends.lo, ends.hi)
     order = writes[np.lexsort((ends.event[writes], keys[writes]))]
     at = np.searchsorted(keys[order], keys[reads], side="left")
@@ -332,6 +357,8 @@ def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
         found &= ends.buffer[candidate] == ends.buffer[reads]
         found &= (ends.lo[candidate] == ends.lo[reads]).all(axis=1)
         found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
+    # An invalidation may undo an earlier write: such buffers are replayed.
+    found &= ~np.isin(ends.buffer[reads], invalidated)
     doubtful = reads[~found]
     if not doubtful.size:
         return None
@@ -339,14 +366,16 @@ def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
 
 
 def _replay(ends: Ends, memory: Memory, doubtful, writes) -> tuple[int, int] | None:
-    """Replay, for each buffer with a doubtful read, its writes and those
-    reads in program order over an interval set."""
+    """Replay, for each buffer with a doubtful read, its writes,
+    invalidations and those reads in program order over an interval set
+    (inputs written whole first)."""
     bases = memory.bases
     best = None
     for buffer in np.unique(ends.buffer[doubtful]):
         mine_w = writes[ends.buffer[writes] == buffer]
         mine_r = doubtful[ends.buffer[doubtful] == buffer]
-        rows = np.concatenate([mine_r, mine_w])
+        mine_i = np.flatnonzero(ends.invalidate & (ends.buffer == buffer))
+        rows = np.concatenate([mine_r, mine_w, mine_i])
         runs = coverage.box_runs(
             memory.shapes,
             memory.strides,
@@ -356,21 +385,27 @@ def _replay(ends: Ends, memory: Memory, doubtful, writes) -> tuple[int, int] | N
             ends.hi[rows],
         )
         owner = rows[runs.owner]
-        is_read = runs.owner < len(mine_r)
-        # Reads before writes at one event: a DMA that adds reads its
-        # destination before it writes it.
-        order = np.lexsort((runs.lo, ~is_read, ends.event[owner]))
+        # At one event, reads come first: a DMA that adds, or a computation
+        # that updates its destination, reads it before it writes it.
+        kind = np.where(runs.owner < len(mine_r), 0, 1)
+        order = np.lexsort((runs.lo, kind, ends.event[owner]))
         written = coverage.IntervalSet()
+        if memory.provided[buffer]:
+            base = int(bases[buffer])
+            written.add(base, base + int(np.prod(memory.shapes[buffer])))
         for k in order:
-            if is_read[k]:
-                missing = written.first_missing(int(runs.lo[k]), int(runs.hi[k]))
+            lo, hi = int(runs.lo[k]), int(runs.hi[k])
+            if kind[k] == 0:
+                missing = written.first_missing(lo, hi)
                 if missing is not None:
                     found = (int(ends.event[owner[k]]), int(owner[k]), missing)
                     if best is None or found < best:
                         best = found
                     break
+            elif ends.invalidate[owner[k]]:
+                written.remove(lo, hi)
             else:
-                written.add(int(runs.lo[k]), int(runs.hi[k]))
+                written.add(lo, hi)
     return None if best is None else (best[1], best[2])
 
 
@@ -380,11 +415,16 @@ def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRErr
     flat = missing - int(memory.bases[buffer])
     index = tuple(int(i) for i in np.unravel_index(flat, tuple(memory.shapes[buffer])))
     notes = ()
-    if memory.params[buffer]:
+    if memory.params[buffer] and not memory.provided[buffer]:
         notes = (Note(errors.RUN_NO_INPUT.format(name=namer.buffer_name(buffer))),)
+    template = (
+        errors.RUN_COMPUTE_UNINITIALIZED
+        if ends.instant[row]
+        else errors.RUN_UNINITIALIZED
+    )
     return namer.fail(
         int(ends.event[row]),
-        errors.RUN_UNINITIALIZED.format(
+        template.format(
             region=_region(ends, row, namer), first=namer.element(buffer, index)
         ),
         notes,
@@ -392,7 +432,7 @@ def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRErr
 
 
 def _write_runs(ends: Ends, memory: Memory) -> coverage.Runs:
-    writes = np.flatnonzero(ends.write)
+    writes = np.flatnonzero(ends.write & ~ends.invalidate)
     return coverage.box_runs(
         memory.shapes,
         memory.strides,

@@ -205,6 +205,14 @@ RUN_RACE = (
     "flight and {their} it"
 )
 RUN_UNINITIALIZED = "DMA reads {region}, which nobody wrote (first unwritten: {first})"
+RUN_COMPUTE_UNINITIALIZED = (
+    "Computation reads {region}, which nobody wrote (first unwritten: {first})"
+)
+RUN_ACCESS_RACE = (
+    "Race: this {what} {action} {region} while the DMA started at {other} is in "
+    "flight and {their} it"
+)
+RUN_SEMAPHORE_RANGE = "Semaphore {sem} is out of range: the program has {count}"
 RUN_UNSATISFIABLE_WAIT = (
     "Wait on semaphore {sem} needs {need} bytes, but at most {available} bytes "
     "can still arrive"

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
     FileLineColLoc,
     IntAttr,
     IntegerAttr,
@@ -33,6 +36,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.ir.affine import AffineMap, AffineSet
 from xdsl.printer import Printer
 
 from copyir import errors
@@ -43,8 +47,9 @@ from copyir.errors import CopyIRError, Loc
 from copyir.locations import detail_of, loc_of, with_detail
 from copyir.machine import MAX_RANK, SPACES
 
-START, WAIT = 0, 1
-FORMAT_VERSION = 1
+START, WAIT, INVALIDATE, COMPUTE = 0, 1, 2, 3
+OPS = (START, WAIT, INVALIDATE, COMPUTE)
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,37 @@ class Origin:
         return f"{where} {self.detail}".rstrip()
 
 
+@dataclass(frozen=True)
+class Loop:
+    """A counted loop: instructions whose `loop` column names it (or a loop
+    inside it) run once per index 0 .. trip_count - 1."""
+
+    name: str
+    trip_count: int
+    parallel: bool = False
+    parent: int = 0
+    """The enclosing loop, 1-based; 0 at the top level."""
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand box of a computation (the destination's shape and dtype)."""
+
+    space: str
+    address: int
+    map: int
+    """1-based into `Stream.maps` when the address is affine; else 0."""
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Compute:
+    """What a `dma.compute` evaluates (see `copyir.compute`) and over what."""
+
+    expression: str
+    operands: tuple[Operand, ...]
+
+
 def row_major(shape) -> tuple[int, ...]:
     """Strides in elements of a dense row-major array of this shape."""
     strides, step = [], 1
@@ -119,8 +155,21 @@ def instruction_dtype(rank: int) -> np.dtype:
             ("add", "?"),
             ("priority", "u1"),
             ("origin", "<i4"),
+            ("loop", "<i4"),
+            ("predicate", "<i4"),
+            ("src_map", "<i4"),
+            ("dst_map", "<i4"),
+            ("sem_map", "<i4"),
+            ("compute", "<i4"),
         ]
     )
+
+
+"""The last six columns are 1-based references, 0 meaning none: the
+innermost enclosing loop (`Stream.loops`), the predicate (`predicates`),
+the affine maps that replace the source address, destination address and
+semaphore id (`maps`), and a computation (`computes`). A zeroed row is an
+instruction at the top level, static, unguarded."""
 
 
 @dataclass
@@ -134,6 +183,12 @@ class Stream:
     instructions: np.ndarray
     origins: list[Origin] = field(default_factory=list)
     semaphore_names: list[SemaphoreName] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    maps: list[AffineMap] = field(default_factory=list)
+    """Affine maps of the enclosing loops' indices (d0 the outermost)."""
+    predicates: list[tuple[AffineSet, ...]] = field(default_factory=list)
+    """Each an `or` of affine sets over the enclosing loops' indices."""
+    computes: list[Compute] = field(default_factory=list)
     source: str | None = None
     """The file the stream was read from, if any."""
     lines: list[Loc] | None = None
@@ -165,10 +220,19 @@ class Stream:
         return self.origins[position] if position >= 0 else Origin(None)
 
     def validate(self) -> None:
-        """Check every field (see `copyir.validate`); raise the first problem."""
+        """Check every field and every access (see `copyir.validate`); raise
+        the first problem."""
         from copyir.validate import validate_stream
 
         validate_stream(self)
+
+    def depth(self, loop: int) -> int:
+        """How many loops enclose an instruction whose innermost is `loop`."""
+        depth = 0
+        while loop:
+            depth += 1
+            loop = self.loops[loop - 1].parent
+        return depth
 
     def _header(self) -> tuple:
         return (
@@ -178,6 +242,10 @@ class Stream:
             self.buffers,
             self.origins,
             self.semaphore_names,
+            self.loops,
+            self.maps,
+            self.predicates,
+            self.computes,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -202,99 +270,169 @@ def from_program(
     op, located where `written` says it was written, else at the op; every
     other check is `copyir.validate`'s, on the tables.
     """
-    written = written or {}
+    return _Tables(written or {}).of(program)
 
-    def bad(op: Operation, why: str) -> CopyIRError:
-        where = written.get(op) or loc_of(op.location)
+
+class _Tables:
+    """Builds a stream's tables from its ops, interning maps and predicates."""
+
+    def __init__(self, written: dict[Operation, Loc | None]):
+        self.written = written
+        self.loops: list[Loop] = []
+        self.instructions: list[tuple[Operation, int]] = []
+        self.maps: dict[AffineMap, int] = {}
+        self.predicates: dict[tuple[AffineSet, ...], int] = {}
+        self.computes: dict[Compute, int] = {}
+        self.origins: dict[Origin, int] = {}
+
+    def bad(self, op: Operation, why: str) -> CopyIRError:
+        where = self.written.get(op) or loc_of(op.location)
         return CopyIRError(errors.STREAM_MALFORMED.format(why=why), where)
 
-    ops = list(program.body.block.ops)
-    instructions = []
-    for op in ops:
-        if isinstance(op, dma.StartOp | dma.WaitOp):
-            instructions.append(op)
-        elif not isinstance(op, dma.BufferOp | dma.SemaphoreDeclOp):
-            raise bad(op, f"{op.name} in a dma.program")
-    rank = 1
-    for op in instructions:
-        if isinstance(op, dma.StartOp):
-            shape = int_values(op.shape)
-            if len(shape) > MAX_RANK:
-                raise bad(op, f"bad shape {list(shape)}")
-            for strides in (op.src_strides, op.dst_strides):
-                if len(int_values(strides)) != len(shape):
-                    raise bad(
-                        op,
-                        f"strides {list(int_values(strides))} for shape {list(shape)}",
-                    )
-            rank = max(rank, len(shape))
-    table = np.zeros(len(instructions), dtype=instruction_dtype(rank))
-    origins: dict[Origin, int] = {}
-    dtype_codes = {d.ir: i for i, d in enumerate(DTYPES)}
-    for row, op in enumerate(instructions):
-        entry = table[row]
-        origin = Origin(loc_of(op.location), detail_of(op.location))
-        entry["origin"] = origins.setdefault(origin, len(origins))
-        entry["sem"] = op.sem.value.data
-        if isinstance(op, dma.WaitOp):
-            entry["op"] = WAIT
-            entry["bytes"] = op.bytes.value.data
-            continue
-        shape = int_values(op.shape)
-        if op.element_type not in dtype_codes:
-            raise bad(op, f"unknown element type {op.element_type}")
-        dtype = dtype_codes[op.element_type]
-        entry["op"] = START
-        entry["dtype"] = dtype
-        entry["rank"] = len(shape)
-        entry["bytes"] = min(math.prod(shape) * DTYPES[dtype].itemsize, 2**63 - 1)
-        for end in ("src", "dst"):
-            space = getattr(op, f"{end}_space").data
-            if space not in SPACES:
-                raise bad(op, f"unknown memory space {space!r}")
-            entry[f"{end}_space"] = SPACES.index(space)
-            entry[f"{end}_address"] = getattr(op, f"{end}_address").value.data
-            entry[f"{end}_strides"][: len(shape)] = int_values(
-                getattr(op, f"{end}_strides")
-            )
-        entry["shape"][: len(shape)] = shape
-        entry["add"] = op.add is not None
-        priority = op.priority.value.data if op.priority is not None else 0
-        if not 0 <= priority <= 255:
-            raise bad(op, f"priority {priority}")
-        entry["priority"] = priority
-    buffers = []
-    for op in ops:
-        if isinstance(op, dma.BufferOp):
-            if op.element_type not in BY_IR:
-                raise bad(op, f"unknown element type {op.element_type}")
-            buffers.append(
-                Buffer(
-                    op.buffer_name.data,
-                    op.space.data,
-                    op.address.value.data,
-                    BY_IR[op.element_type].name,
-                    int_values(op.shape),
-                    op.param is not None,
-                    loc_of(op.location),
+    def of(self, program: dma.ProgramOp) -> Stream:
+        ops = list(program.body.block.ops)
+        for op in ops:
+            if not isinstance(op, dma.BufferOp | dma.SemaphoreDeclOp):
+                self.walk(op, 0)
+        rank = 1
+        for op, _ in self.instructions:
+            if not isinstance(op, dma.WaitOp):
+                rank = max(rank, self.check_shape(op))
+        table = np.zeros(len(self.instructions), dtype=instruction_dtype(rank))
+        for row, (op, loop) in enumerate(self.instructions):
+            self.fill(table[row], op, loop)
+        buffers = [self.buffer(op) for op in ops if isinstance(op, dma.BufferOp)]
+        names = [
+            SemaphoreName(op.sem_name.data, op.first.value.data, int_values(op.shape))
+            for op in ops
+            if isinstance(op, dma.SemaphoreDeclOp)
+        ]
+        lines = None
+        if self.written:
+            lines = [self.written.get(op) for op, _ in self.instructions]
+        return Stream(
+            program.sym_name.data,
+            program.target.data,
+            program.semaphores.value.data,
+            buffers,
+            table,
+            list(self.origins),
+            names,
+            loops=self.loops,
+            maps=list(self.maps),
+            predicates=list(self.predicates),
+            computes=list(self.computes),
+            lines=lines,
+        )
+
+    def walk(self, op: Operation, loop: int) -> None:
+        if isinstance(op, dma.LoopOp):
+            self.loops.append(
+                Loop(
+                    op.iv_name.data,
+                    op.trip_count.value.data,
+                    op.parallel is not None,
+                    loop,
                 )
             )
-    names = [
-        SemaphoreName(op.sem_name.data, op.first.value.data, int_values(op.shape))
-        for op in ops
-        if isinstance(op, dma.SemaphoreDeclOp)
-    ]
-    lines = [written.get(op) for op in instructions] if written else None
-    return Stream(
-        program.sym_name.data,
-        program.target.data,
-        program.semaphores.value.data,
-        buffers,
-        table,
-        list(origins),
-        names,
-        lines=lines,
-    )
+            inner = len(self.loops)
+            for child in op.body.block.ops:
+                self.walk(child, inner)
+        elif isinstance(op, dma.INSTRUCTIONS):
+            self.instructions.append((op, loop))
+        else:
+            raise self.bad(op, f"{op.name} in a dma.program")
+
+    def check_shape(self, op: Operation) -> int:
+        shape = int_values(op.shape)
+        if len(shape) > MAX_RANK:
+            raise self.bad(op, f"bad shape {list(shape)}")
+        if isinstance(op, dma.StartOp):
+            strides = [op.src_strides, op.dst_strides]
+        elif isinstance(op, dma.ComputeOp):
+            strides = [op.strides, *op.operand_strides.data]
+        else:
+            strides = [op.strides]
+        for each in strides:
+            if len(int_values(each)) != len(shape):
+                raise self.bad(
+                    op, f"strides {list(int_values(each))} for shape {list(shape)}"
+                )
+        if op.element_type not in BY_IR:
+            raise self.bad(op, f"unknown element type {op.element_type}")
+        return len(shape)
+
+    def value(self, attribute: Attribute) -> tuple[int, int]:
+        """(static value, 1-based map) of a field."""
+        if isinstance(attribute, AffineMapAttr):
+            return 0, self.maps.setdefault(attribute.data, len(self.maps) + 1)
+        return attribute.value.data, 0
+
+    def space(self, op: Operation, attribute: StringAttr) -> int:
+        if attribute.data not in SPACES:
+            raise self.bad(op, f"unknown memory space {attribute.data!r}")
+        return SPACES.index(attribute.data)
+
+    def fill(self, entry, op: Operation, loop: int) -> None:
+        origin = Origin(loc_of(op.location), detail_of(op.location))
+        entry["origin"] = self.origins.setdefault(origin, len(self.origins))
+        entry["loop"] = loop
+        if op.predicate is not None:
+            sets = tuple(s.data for s in op.predicate.data)
+            entry["predicate"] = self.predicates.setdefault(
+                sets, len(self.predicates) + 1
+            )
+        if isinstance(op, dma.WaitOp):
+            entry["op"] = WAIT
+            entry["sem"], entry["sem_map"] = self.value(op.sem)
+            entry["bytes"] = op.bytes.value.data
+            return
+        shape = int_values(op.shape)
+        dtype = DTYPES.index(BY_IR[op.element_type])
+        entry["dtype"] = dtype
+        entry["rank"] = len(shape)
+        entry["shape"][: len(shape)] = shape
+        entry["bytes"] = min(math.prod(shape) * DTYPES[dtype].itemsize, 2**63 - 1)
+        if isinstance(op, dma.StartOp):
+            entry["op"] = START
+            entry["sem"], entry["sem_map"] = self.value(op.sem)
+            for end in ("src", "dst"):
+                entry[f"{end}_space"] = self.space(op, getattr(op, f"{end}_space"))
+                address, entry[f"{end}_map"] = self.value(getattr(op, f"{end}_address"))
+                entry[f"{end}_address"] = address
+                strides = int_values(getattr(op, f"{end}_strides"))
+                entry[f"{end}_strides"][: len(shape)] = strides
+            entry["add"] = op.add is not None
+            priority = op.priority.value.data if op.priority is not None else 0
+            if not 0 <= priority <= 255:
+                raise self.bad(op, f"priority {priority}")
+            entry["priority"] = priority
+            return
+        entry["op"] = INVALIDATE if isinstance(op, dma.InvalidateOp) else COMPUTE
+        entry["dst_space"] = self.space(op, op.space)
+        entry["dst_address"], entry["dst_map"] = self.value(op.address)
+        entry["dst_strides"][: len(shape)] = int_values(op.strides)
+        if isinstance(op, dma.ComputeOp):
+            operands = []
+            for space, address, strides in op.operands():
+                value, map_id = self.value(address)
+                operands.append(Operand(space.data, value, map_id, int_values(strides)))
+                self.space(op, space)
+            compute = Compute(op.expression.data, tuple(operands))
+            entry["compute"] = self.computes.setdefault(compute, len(self.computes) + 1)
+
+    def buffer(self, op: dma.BufferOp) -> Buffer:
+        if op.element_type not in BY_IR:
+            raise self.bad(op, f"unknown element type {op.element_type}")
+        return Buffer(
+            op.buffer_name.data,
+            op.space.data,
+            op.address.value.data,
+            BY_IR[op.element_type].name,
+            int_values(op.shape),
+            op.param is not None,
+            loc_of(op.location),
+        )
 
 
 def to_program(stream: Stream) -> dma.ProgramOp:
@@ -320,39 +458,95 @@ def to_program(stream: Stream) -> dma.ProgramOp:
         }
         ops.append(dma.SemaphoreDeclOp.create(properties=properties))
     locations = [_location(origin) for origin in stream.origins]
+    open_loops: list[tuple[int, list[Operation]]] = [(0, ops)]
     for row in range(len(stream.instructions)):
         entry = stream.instructions[row]
+        chain = _chain(stream, int(entry["loop"]))
+        while open_loops[-1][0] not in chain:
+            _close(stream, open_loops)
+        for loop in chain[chain.index(open_loops[-1][0]) + 1 :]:
+            open_loops.append((loop, []))
         origin = int(entry["origin"])
         location = locations[origin] if origin >= 0 else None
-        sem = IntegerAttr(int(entry["sem"]), i64)
-        if entry["op"] == WAIT:
-            properties = {"sem": sem, "bytes": IntegerAttr(int(entry["bytes"]), i64)}
-            ops.append(dma.WaitOp.create(properties=properties, location=location))
-            continue
-        rank = int(entry["rank"])
-        properties = {
-            "src_space": StringAttr(SPACES[entry["src_space"]]),
-            "src_address": IntegerAttr(int(entry["src_address"]), i64),
-            "src_strides": i64_array(
-                tuple(int(x) for x in entry["src_strides"][:rank])
-            ),
-            "dst_space": StringAttr(SPACES[entry["dst_space"]]),
-            "dst_address": IntegerAttr(int(entry["dst_address"]), i64),
-            "dst_strides": i64_array(
-                tuple(int(x) for x in entry["dst_strides"][:rank])
-            ),
-            "element_type": DTYPES[entry["dtype"]].ir,
-            "shape": i64_array(tuple(int(x) for x in entry["shape"][:rank])),
-            "sem": sem,
-        }
+        open_loops[-1][1].append(_instruction(stream, entry, location))
+    while len(open_loops) > 1:
+        _close(stream, open_loops)
+    return dma.ProgramOp(
+        stream.kernel, stream.target, stream.semaphores, Region(Block(ops))
+    )
+
+
+def _chain(stream: Stream, loop: int) -> list[int]:
+    """The loops around an instruction, outermost first, after a 0."""
+    chain = []
+    while loop:
+        chain.append(loop)
+        loop = stream.loops[loop - 1].parent
+    return [0, *reversed(chain)]
+
+
+def _close(stream: Stream, open_loops: list[tuple[int, list[Operation]]]) -> None:
+    loop, body = open_loops.pop()
+    spec = stream.loops[loop - 1]
+    properties = {
+        "iv_name": StringAttr(spec.name),
+        "trip_count": IntegerAttr(spec.trip_count, i64),
+    }
+    if spec.parallel:
+        properties["parallel"] = UnitAttr()
+    op = dma.LoopOp.create(properties=properties, regions=[Region(Block(body))])
+    open_loops[-1][1].append(op)
+
+
+def _instruction(stream: Stream, entry, location) -> Operation:
+    def value(column: str, map_column: str) -> Attribute:
+        if entry[map_column]:
+            return AffineMapAttr(stream.maps[int(entry[map_column]) - 1])
+        return IntegerAttr(int(entry[column]), i64)
+
+    def ints(column: str) -> Attribute:
+        return i64_array(tuple(int(x) for x in entry[column][:rank]))
+
+    properties: dict[str, Attribute] = {}
+    if entry["predicate"]:
+        sets = stream.predicates[int(entry["predicate"]) - 1]
+        properties["predicate"] = ArrayAttr(AffineSetAttr(s) for s in sets)
+    if entry["op"] == WAIT:
+        properties["sem"] = value("sem", "sem_map")
+        properties["bytes"] = IntegerAttr(int(entry["bytes"]), i64)
+        return dma.WaitOp.create(properties=properties, location=location)
+    rank = int(entry["rank"])
+    properties["element_type"] = DTYPES[entry["dtype"]].ir
+    properties["shape"] = ints("shape")
+    if entry["op"] == START:
+        for end in ("src", "dst"):
+            properties[f"{end}_space"] = StringAttr(SPACES[entry[f"{end}_space"]])
+            properties[f"{end}_address"] = value(f"{end}_address", f"{end}_map")
+            properties[f"{end}_strides"] = ints(f"{end}_strides")
+        properties["sem"] = value("sem", "sem_map")
         if entry["add"]:
             properties["add"] = UnitAttr()
         if entry["priority"]:
             properties["priority"] = IntegerAttr(int(entry["priority"]), i64)
-        ops.append(dma.StartOp.create(properties=properties, location=location))
-    return dma.ProgramOp(
-        stream.kernel, stream.target, stream.semaphores, Region(Block(ops))
+        return dma.StartOp.create(properties=properties, location=location)
+    properties["space"] = StringAttr(SPACES[entry["dst_space"]])
+    properties["address"] = value("dst_address", "dst_map")
+    properties["strides"] = ints("dst_strides")
+    if entry["op"] == INVALIDATE:
+        return dma.InvalidateOp.create(properties=properties, location=location)
+    compute = stream.computes[int(entry["compute"]) - 1]
+    properties["expression"] = StringAttr(compute.expression)
+    properties["operand_spaces"] = ArrayAttr(
+        StringAttr(o.space) for o in compute.operands
     )
+    properties["operand_addresses"] = ArrayAttr(
+        AffineMapAttr(stream.maps[o.map - 1]) if o.map else IntegerAttr(o.address, i64)
+        for o in compute.operands
+    )
+    properties["operand_strides"] = ArrayAttr(
+        i64_array(o.strides) for o in compute.operands
+    )
+    return dma.ComputeOp.create(properties=properties, location=location)
 
 
 def _location(origin: Origin) -> Attribute | None:
@@ -372,9 +566,9 @@ _ORIGIN = re.compile(
 
 
 def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
-    """The `.dma` text: one line per buffer and instruction, origins trailing."""
+    """The `.dma` text: one line per buffer and instruction, origins trailing,
+    loop bodies indented."""
     out = io.StringIO()
-    printer = Printer(stream=out)
     out.write(
         f"// copyir DMA stream: kernel {program.sym_name.data}, "
         f"target {program.target.data}\n"
@@ -383,19 +577,31 @@ def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
         f'dma.program "{program.sym_name.data}" target "{program.target.data}" '
         f"semaphores {program.semaphores.value.data} {{\n"
     )
-    for op in program.body.block.ops:
+    _print_ops(out, Printer(stream=out), program.body.block.ops, "  ", origins)
+    out.write("}\n")
+    return out.getvalue()
+
+
+def _print_ops(out, printer: Printer, ops, indent: str, origins: bool) -> None:
+    for op in ops:
+        if isinstance(op, dma.LoopOp):
+            parallel = " parallel" if op.parallel is not None else ""
+            out.write(
+                f'{indent}dma.loop "{op.iv_name.data}" '
+                f"{op.trip_count.value.data}{parallel} {{\n"
+            )
+            _print_ops(out, printer, op.body.block.ops, indent + "  ", origins)
+            out.write(f"{indent}}}\n")
+            continue
         line = io.StringIO()
         printer.stream = line
         printer.print_op(op)
-        text = line.getvalue()
-        out.write("  " + text)
+        out.write(indent + line.getvalue())
         loc = loc_of(op.location)
         if origins and loc is not None and not isinstance(op, dma.SemaphoreDeclOp):
             detail = detail_of(op.location)
             out.write(f"  // {loc}{' ' + detail if detail else ''}")
         out.write("\n")
-    out.write("}\n")
-    return out.getvalue()
 
 
 def parse_dma(text: str, filename: str = "<input>") -> dma.ProgramOp:
@@ -428,7 +634,9 @@ def _parse_dma(
     program = programs[0]
     lines = text.splitlines()
     written = {}
-    for op in program.body.block.ops:
+    for op in program.body.block.walk():
+        if op is program or isinstance(op, dma.LoopOp):
+            continue
         loc = loc_of(op.location)
         written[op] = loc
         if loc is None or loc.file != filename or not 1 <= loc.line <= len(lines):
@@ -476,6 +684,16 @@ def save_npz(stream: Stream, file) -> None:
             if o.loc
             else [None, 0, 0, o.detail]
             for o in stream.origins
+        ],
+        "loops": [[x.name, x.trip_count, x.parallel, x.parent] for x in stream.loops],
+        "maps": [str(m) for m in stream.maps],
+        "predicates": [[str(s) for s in sets] for sets in stream.predicates],
+        "computes": [
+            [
+                c.expression,
+                [[o.space, o.address, o.map, list(o.strides)] for o in c.operands],
+            ]
+            for c in stream.computes
         ],
     }
     np.savez_compressed(
@@ -553,6 +771,35 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
             else None
         )
         origins.append(Origin(loc, _field(detail, str)))
+    loops = []
+    for entry in _list(meta, "loops", []):
+        if not isinstance(entry, list) or len(entry) != 4:
+            raise ValueError("a loop entry of the wrong shape")
+        loops.append(Loop(*_fields(entry, (str, int, bool, int))))
+    maps = [_affine("affine_map", _field(m, str)) for m in _list(meta, "maps", [])]
+    predicates = []
+    for entry in _list(meta, "predicates", []):
+        if not isinstance(entry, list):
+            raise ValueError("a predicate that is not a list")
+        predicates.append(tuple(_affine("affine_set", _field(x, str)) for x in entry))
+    computes = []
+    for entry in _list(meta, "computes", []):
+        if not isinstance(entry, list) or len(entry) != 2:
+            raise ValueError("a compute entry of the wrong shape")
+        expression, operands = entry
+        if not isinstance(operands, list):
+            raise ValueError("compute operands that are not a list")
+        parts = []
+        for operand in operands:
+            if not isinstance(operand, list) or len(operand) != 4:
+                raise ValueError("a compute operand of the wrong shape")
+            space, address, map_id, strides = operand
+            parts.append(
+                Operand(
+                    *_fields([space, address, map_id], (str, int, int)), _ints(strides)
+                )
+            )
+        computes.append(Compute(_field(expression, str), tuple(parts)))
     names = []
     for entry in _list(meta, "semaphore_names", []):
         if not isinstance(entry, list) or len(entry) != 3:
@@ -567,7 +814,26 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
         instructions,
         origins,
         names,
+        loops=loops,
+        maps=maps,
+        predicates=predicates,
+        computes=computes,
     )
+
+
+def _affine(kind: str, text: str):
+    """An affine map or set from its text, through xDSL's parser."""
+    from xdsl.context import Context
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    try:
+        attribute = Parser(Context(), f"{kind}<{text}>").parse_attribute()
+    except ParseError as err:
+        raise ValueError(f"bad {kind} {text!r}: {err.msg}") from None
+    if not isinstance(attribute, AffineMapAttr | AffineSetAttr):
+        raise ValueError(f"bad {kind} {text!r}")
+    return attribute.data
 
 
 def _list(meta: dict, key: str, default=None) -> list:

@@ -23,6 +23,7 @@ addresses differ per iteration, resolve all their iterations at once.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,8 +31,9 @@ import numpy as np
 from copyir import errors
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
+from copyir.expand import Trace, expand
 from copyir.machine import MAX_RANK, SPACES
-from copyir.stream import START, WAIT, Buffer, Stream
+from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
 from copyir.tables import group_rows
 from copyir.target import BUILTIN
 
@@ -105,27 +107,130 @@ class StreamProblem(Exception):
         self.loc = loc
 
 
-def validate_stream(stream: Stream) -> tuple[Layout, Ends, Ends]:
-    """Check every field; return the layout and the resolved source and
-    destination of each start (the rows of `stream.instructions` where
-    `op == START`, in order). Raises the first problem, located."""
+@dataclass(frozen=True)
+class Access:
+    """One kind of end (sources, destinations, a computation's k-th
+    operand) of the events that have it: resolved boxes, and what executing
+    them needs (shape, strides, dtype)."""
+
+    events: np.ndarray
+    buffer: np.ndarray
+    offset: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    shape: np.ndarray
+    strides: np.ndarray
+    rank: np.ndarray
+    dtype: np.ndarray
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A stream that passed every check, its loops expanded into events."""
+
+    layout: Layout
+    trace: Trace
+    src: Access
+    """The source of each start."""
+    dst: Access
+    """The destination of each start, computation and invalidation."""
+    operands: list[Access]
+    """Per operand position, the computations' operands."""
+
+
+def validate_stream(
+    stream: Stream, order: Mapping[int, np.ndarray] | None = None
+) -> Validated:
+    """Check every field of the header, the loops and the instructions,
+    expand the loops (`order` as `copyir.expand` takes it), and resolve
+    every event's ends; raise the first problem, located (a bad access at
+    its origin and iteration)."""
     try:
         layout = check_header(stream)
-        starts = check_instructions(stream)
+        check_loops(stream)
+        check_instructions(stream)
     except StreamProblem as problem:
         raise locate(stream, problem) from None
-    table = stream.instructions[starts]
-    ends, problems = [], []
-    for end in ("src", "dst"):
-        space, address = table[f"{end}_space"], table[f"{end}_address"]
+    trace = expand(stream, order)
+    rows = stream.instructions[trace.row]
+    op = rows["op"]
+    used = (op == START) | (op == WAIT)
+    bad = used & ((trace.sem < 0) | (trace.sem >= stream.semaphores))
+    if bad.any():
+        event = int(np.flatnonzero(bad)[0])
+        raise trace.fail(
+            stream,
+            event,
+            errors.RUN_SEMAPHORE_RANGE.format(
+                sem=int(trace.sem[event]), count=stream.semaphores
+            ),
+        )
+    rank = stream.instructions.dtype["shape"].shape[0]
+
+    def access(events, label, space, address, strides) -> Access:
+        part = rows[events]
+        shape = part["shape"].reshape(len(part), rank)
         try:
-            ends.append(resolve_ends(layout, end, table, space, address))
+            ends = resolve_ends(
+                layout,
+                label,
+                part["dtype"],
+                part["rank"],
+                shape,
+                strides,
+                space,
+                address,
+            )
         except StreamProblem as problem:
-            problem.row = int(starts[problem.row])
-            problems.append(problem)
-    if problems:  # the earliest instruction's, its source before its destination
-        raise locate(stream, min(problems, key=lambda p: p.row)) from None
-    return layout, ends[0], ends[1]
+            raise trace.fail(
+                stream, int(events[problem.row]), problem.message
+            ) from None
+        return Access(
+            events,
+            ends.buffer,
+            ends.offset,
+            ends.lo,
+            ends.hi,
+            shape,
+            strides,
+            part["rank"].astype(np.int64),
+            part["dtype"].astype(np.int64),
+        )
+
+    def strides_of(events, column) -> np.ndarray:
+        return rows[column][events].reshape(len(events), rank)
+
+    starts = np.flatnonzero(op == START)
+    boxed = np.flatnonzero(op != WAIT)
+    src = access(
+        starts,
+        "source",
+        rows["src_space"][starts],
+        trace.src_address[starts],
+        strides_of(starts, "src_strides"),
+    )
+    dst = access(
+        boxed,
+        "destination",
+        rows["dst_space"][boxed],
+        trace.dst_address[boxed],
+        strides_of(boxed, "dst_strides"),
+    )
+    computes = np.flatnonzero(op == COMPUTE)
+    specs = [stream.computes[int(c) - 1] for c in rows["compute"][computes]]
+    operands = []
+    for k in range(trace.operands.shape[1]):
+        mine = np.array([k < len(c.operands) for c in specs], bool)
+        events = computes[mine]
+        chosen = [c.operands[k] for c, m in zip(specs, mine, strict=True) if m]
+        space = np.array([SPACES.index(o.space) for o in chosen], np.int64)
+        strides = np.zeros((len(events), rank), np.int64)
+        for i, o in enumerate(chosen):
+            strides[i, : len(o.strides)] = o.strides
+        operands.append(
+            access(events, "operand", space, trace.operands[events, k], strides)
+        )
+    return Validated(layout, trace, src, dst, operands)
 
 
 def locate(stream: Stream, problem: StreamProblem) -> CopyIRError:
@@ -226,19 +331,63 @@ def check_disjoint(buffers: list[Buffer], bad) -> None:
                 )
 
 
+# -- loops ---------------------------------------------------------------------------
+
+MAX_EVENTS = 1 << 26
+"""A stream runs at most this many instructions (its loops expanded), so
+that a crafted trip count is an error, not an hour of work."""
+
+
+def check_loops(stream: Stream) -> None:
+    """Loops form a tree, each runs at least once, no nest runs more than
+    MAX_EVENTS times, and the rows inside a loop are contiguous."""
+
+    def bad(why: str) -> StreamProblem:
+        return StreamProblem(-1, why, True)
+
+    runs = []
+    for number, loop in enumerate(stream.loops, start=1):
+        if not 0 <= loop.parent < number:
+            raise bad(f"loop {loop.name} has parent {loop.parent}")
+        if not 1 <= loop.trip_count < LIMIT:
+            raise bad(f"loop {loop.name} runs {loop.trip_count} times")
+        total = loop.trip_count * (runs[loop.parent - 1] if loop.parent else 1)
+        if total > MAX_EVENTS:
+            raise bad(
+                f"loop {loop.name} runs {total} times in all, more than {MAX_EVENTS}"
+            )
+        runs.append(total)
+    loops = stream.instructions["loop"]
+    if not len(stream.loops) or not len(loops):
+        return
+    if loops.min() < 0 or loops.max() > len(stream.loops):
+        row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
+        raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
+    seen_end: dict[int, int] = {}
+    for row, loop in enumerate(loops.tolist()):
+        while loop:
+            if loop in seen_end and seen_end[loop] != row - 1:
+                raise StreamProblem(row, f"loop {loop}'s rows are not contiguous", True)
+            seen_end[loop] = row
+            loop = stream.loops[loop - 1].parent
+
+
 # -- instructions ------------------------------------------------------------------
 
 
-def check_instructions(stream: Stream) -> np.ndarray:
-    """Every instruction's own fields; returns the rows of the starts."""
+def check_instructions(stream: Stream) -> None:
+    """Every instruction's own fields."""
     table = stream.instructions
     rank = table.dtype["shape"].shape[0] if table.dtype["shape"].shape else 1
     op = table["op"].astype(np.int64)
     start = op == START
+    boxed = np.isin(op, (START, INVALIDATE, COMPUTE))
+    static_sem = np.isin(op, (START, WAIT)) & (table["sem_map"] == 0)
     problems: list[tuple[np.ndarray, object]] = [
-        (~np.isin(op, (START, WAIT)), lambda r: f"unknown instruction code {op[r]}"),
+        (~np.isin(op, OPS), lambda r: f"unknown instruction code {op[r]}"),
+        *_reference_problems(stream),
         (
-            (table["sem"] < 0) | (table["sem"] >= stream.semaphores),
+            static_sem & ((table["sem"] < 0) | (table["sem"] >= stream.semaphores)),
             lambda r: (
                 f"semaphore {table['sem'][r]} in a program of {stream.semaphores}"
             ),
@@ -256,14 +405,14 @@ def check_instructions(stream: Stream) -> np.ndarray:
     dtype, ranks = table["dtype"].astype(np.int64), table["rank"].astype(np.int64)
     problems += [
         (
-            start & ((src_space >= len(SPACES)) | (dst_space >= len(SPACES))),
+            (start & (src_space >= len(SPACES))) | (boxed & (dst_space >= len(SPACES))),
             lambda r: f"unknown memory space code {max(src_space[r], dst_space[r])}",
         ),
         (
-            start & (dtype >= len(DTYPES)),
+            boxed & (dtype >= len(DTYPES)),
             lambda r: f"unknown element type code {dtype[r]}",
         ),
-        (start & (ranks > rank), lambda r: f"rank {ranks[r]} in a table of {rank}"),
+        (boxed & (ranks > rank), lambda r: f"rank {ranks[r]} in a table of {rank}"),
         (
             start & (table["priority"] > 1),
             lambda r: f"priority {table['priority'][r]}",
@@ -275,7 +424,7 @@ def check_instructions(stream: Stream) -> np.ndarray:
     elements = np.where(used, shape, 1)
     problems = [
         (
-            start & ((elements < 1) | (elements >= LIMIT)).any(axis=1),
+            boxed & ((elements < 1) | (elements >= LIMIT)).any(axis=1),
             lambda r: f"bad shape {shape[r, : ranks[r]].tolist()}",
         ),
     ]
@@ -298,7 +447,75 @@ def check_instructions(stream: Stream) -> np.ndarray:
     first = _earliest(first, _first(problems))
     if first is not None:
         raise StreamProblem(first[0], first[1], True)
-    return np.flatnonzero(start)
+
+
+def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
+    """The 1-based references of each row: in range, and maps and
+    predicates over as many dimensions as loops enclose the row."""
+    table = stream.instructions
+    op = table["op"].astype(np.int64)
+    depth = np.array([stream.depth(int(x)) for x in range(len(stream.loops) + 1)])
+    rows_depth = depth[np.clip(table["loop"], 0, len(stream.loops))]
+    problems = []
+
+    def dims_of(items, dims) -> np.ndarray:
+        return np.array([-1] + [dims(x) for x in items], np.int64)
+
+    map_dims = dims_of(
+        stream.maps,
+        lambda m: m.num_dims if len(m.results) == 1 and not m.num_symbols else -2,
+    )
+    set_dims = dims_of(
+        stream.predicates,
+        lambda sets: (
+            sets[0].num_dims
+            if sets
+            and all(s.num_dims == sets[0].num_dims and not s.num_symbols for s in sets)
+            else -2
+        ),
+    )
+    for column, items, dims in (
+        ("src_map", stream.maps, map_dims),
+        ("dst_map", stream.maps, map_dims),
+        ("sem_map", stream.maps, map_dims),
+        ("predicate", stream.predicates, set_dims),
+    ):
+        ids = table[column].astype(np.int64)
+        count = len(items)
+        out = (ids < 0) | (ids > count)
+        problems.append((out, lambda r, c=column, n=count: f"{c} {table[c][r]} of {n}"))
+        used = ~out & (ids > 0)
+        wrong = used & (dims[np.where(out, 0, ids)] != rows_depth)
+        problems.append(
+            (
+                wrong,
+                lambda r, c=column: (
+                    f"{c} {table[c][r]} does not fit {rows_depth[r]} enclosing loops"
+                ),
+            )
+        )
+    compute = table["compute"].astype(np.int64)
+    problems.append(
+        (
+            ((op == COMPUTE) & ((compute < 1) | (compute > len(stream.computes))))
+            | ((op != COMPUTE) & (compute != 0)),
+            lambda r: f"compute {compute[r]} of {len(stream.computes)}",
+        )
+    )
+    for number, each in enumerate(stream.computes, start=1):
+        rows = (op == COMPUTE) & (compute == number)
+        for operand in each.operands:
+            if (
+                operand.space not in SPACES
+                or not 0 <= operand.map <= len(stream.maps)
+                or (
+                    operand.map and (rows & (map_dims[operand.map] != rows_depth)).any()
+                )
+            ):
+                problems.append(
+                    (rows, lambda r: f"a bad operand of compute {compute[r]}")
+                )
+    return problems
 
 
 def _first(problems) -> tuple[int, str] | None:
@@ -325,26 +542,28 @@ def _earliest(a, b):
 
 def resolve_ends(
     layout: Layout,
-    end: str,
-    table: np.ndarray,
+    label: str,
+    dtypes: np.ndarray,
+    ranks: np.ndarray,
+    shape: np.ndarray,
+    strides: np.ndarray,
     space: np.ndarray,
     address: np.ndarray,
 ) -> Ends:
     """Where each DMA end lies: its buffer, element offset and box.
 
-    `table` holds the ends' instructions (dtype, rank, shape, strides), one
-    row per end; `space` and `address` the end's memory space and byte
-    address (which vary per iteration inside loops). Raises the first end
-    that is out of bounds, of another dtype than its buffer, or not a box.
+    One row per end: its dtype code, rank, shape and strides (padded to one
+    width), memory space and byte address (which vary per iteration inside
+    loops). `label` names the ends in messages (`source`). Raises the first
+    end that is out of bounds, of another dtype than its buffer, or not a
+    box, as a `StreamProblem` at its row.
     """
-    count = len(table)
-    rank = table.dtype["shape"].shape[0] if table.dtype["shape"].shape else 1
-    ranks = table["rank"].astype(np.int64)
-    used = np.arange(rank)[None, :] < ranks[:, None]
-    shape = np.where(used, table["shape"].reshape(count, rank), 1)
-    strides = np.where(used, table[f"{end}_strides"].reshape(count, rank), 0)
-    item = ITEMSIZES[table["dtype"].astype(np.int64)]
-    label = "source" if end == "src" else "destination"
+    count = len(space)
+    ranks = ranks.astype(np.int64)
+    used = np.arange(shape.shape[1])[None, :] < ranks[:, None]
+    shape = np.where(used, shape, 1)
+    strides = np.where(used, strides, 0)
+    item = ITEMSIZES[dtypes.astype(np.int64)]
     reach = ((shape - 1).astype(np.float64) * np.abs(strides)).sum(axis=1)
     huge = reach * item >= LIMIT
     steps = np.where(huge[:, None], 0, (shape - 1) * strides)
@@ -365,7 +584,7 @@ def resolve_ends(
         ~outside
         & ~past
         & (
-            (layout.dtypes[np.maximum(buffer, 0)] != table["dtype"])
+            (layout.dtypes[np.maximum(buffer, 0)] != dtypes)
             | ((address - base) % item != 0)
         )
     )
@@ -387,7 +606,7 @@ def resolve_ends(
     def mismatch(r: int) -> str:
         b = layout.buffers[buffer[r]]
         return errors.RUN_MISMATCHED_BUFFER.format(
-            end=label, dtype=DTYPES[table["dtype"][r]].name, name=b.name, held=b.dtype
+            end=label, dtype=DTYPES[dtypes[r]].name, name=b.name, held=b.dtype
         )
 
     if not layout.buffers and count:

@@ -1,0 +1,165 @@
+"""Elementwise computations: what a compute statement evaluates.
+
+An expression is kept in IR properties and streams as a small prefix form,
+`(add (mul 2.0 $0) 1.0)`: `$k` is the k-th operand (a box of the
+destination's shape and dtype), numbers are literals that take the
+destination's dtype, and the operations are `add sub mul div max min neg`.
+Every operation is evaluated in the destination's dtype and rounds as
+numpy and ml_dtypes do (bfloat16 after every operation); integers wrap as
+numpy's do; `max` and `min` propagate NaN as `np.maximum` and `np.minimum`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+OPERATIONS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "neg": 1}
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|(\$\d+)|([-+]?[0-9][0-9a-zA-Z_.+-]*)|([a-z]+))")
+
+
+@dataclass(frozen=True)
+class Operand:
+    index: int
+
+
+@dataclass(frozen=True)
+class Literal:
+    text: str
+
+    @property
+    def is_float(self) -> bool:
+        return any(c in self.text for c in ".eEn")  # 1.5, 1e3, nan, inf
+
+
+@dataclass(frozen=True)
+class Apply:
+    operation: str
+    args: tuple[Expression, ...]
+
+
+Expression = Operand | Literal | Apply
+
+
+def parse(text: str) -> Expression:
+    """The expression of a prefix text; ValueError when it is not one."""
+    tokens = []
+    at = 0
+    while at < len(text.rstrip()):
+        match = _TOKEN.match(text, at)
+        if match is None or match.end() == at:
+            raise ValueError(f"unexpected {text[at : at + 10]!r} in {text!r}")
+        tokens.append(match)
+        at = match.end()
+    expression, used = _parse(tokens, 0, text)
+    if used != len(tokens):
+        raise ValueError(f"trailing tokens in {text!r}")
+    return expression
+
+
+def _parse(tokens, at: int, text: str) -> tuple[Expression, int]:
+    if at >= len(tokens):
+        raise ValueError(f"{text!r} ends early")
+    opening, _, operand, number, word = tokens[at].groups()
+    if operand:
+        return Operand(int(operand[1:])), at + 1
+    if number or word in ("nan", "inf"):
+        return Literal(number or word), at + 1
+    if not opening or at + 1 >= len(tokens) or not tokens[at + 1].group(5):
+        raise ValueError(f"malformed expression {text!r}")
+    operation = tokens[at + 1].group(5)
+    if operation not in OPERATIONS:
+        raise ValueError(f"unknown operation {operation} in {text!r}")
+    args, at = [], at + 2
+    while at < len(tokens) and not tokens[at].group(2):
+        arg, at = _parse(tokens, at, text)
+        args.append(arg)
+    if at >= len(tokens) or len(args) != OPERATIONS[operation]:
+        raise ValueError(f"malformed expression {text!r}")
+    return Apply(operation, tuple(args)), at + 1
+
+
+def format_prefix(expression: Expression) -> str:
+    if isinstance(expression, Operand):
+        return f"${expression.index}"
+    if isinstance(expression, Literal):
+        return expression.text
+    inner = " ".join(format_prefix(a) for a in expression.args)
+    return f"({expression.operation} {inner})"
+
+
+def format_infix(expression: Expression, names: Sequence[str], parent: int = 0) -> str:
+    """The authoring syntax: `2.0 * xw + 1.0`, `max(a, b)`."""
+    if isinstance(expression, Operand):
+        return names[expression.index]
+    if isinstance(expression, Literal):
+        return expression.text
+    operation, args = expression.operation, expression.args
+    if operation in ("max", "min"):
+        return f"{operation}({', '.join(format_infix(a, names) for a in args)})"
+    if operation == "neg":
+        return f"-{format_infix(args[0], names, 3)}"
+    level = 1 if operation in ("add", "sub") else 2
+    text = (
+        f"{format_infix(args[0], names, level)} {INFIX[operation]} "
+        f"{format_infix(args[1], names, level + 1)}"
+    )
+    return f"({text})" if level < parent else text
+
+
+def operands_used(expression: Expression) -> set[int]:
+    if isinstance(expression, Operand):
+        return {expression.index}
+    if isinstance(expression, Literal):
+        return set()
+    return set().union(*(operands_used(a) for a in expression.args))
+
+
+def literal_value(literal: Literal, dtype: np.dtype):
+    """The literal in the destination's dtype; ValueError when it cannot
+    be (a float literal for integers, an integer out of range)."""
+    if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
+        if literal.is_float:
+            raise ValueError("float")
+        value = int(literal.text)
+        if dtype != np.bool_:
+            info = np.iinfo(dtype)
+            if not info.min <= value <= info.max:
+                raise ValueError("range")
+        return np.asarray(value, dtype)
+    return np.asarray(float(literal.text), dtype)
+
+
+_UFUNCS = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "neg": np.negative,
+}
+
+
+def compile_expression(
+    expression: Expression, dtype: np.dtype
+) -> Callable[[Sequence[np.ndarray]], np.ndarray]:
+    """A function of the operand arrays that evaluates the expression, each
+    operation in `dtype` (literals converted once)."""
+    if isinstance(expression, Operand):
+        index = expression.index
+        return lambda operands: operands[index]
+    if isinstance(expression, Literal):
+        value = literal_value(expression, dtype)
+        return lambda operands: value
+    ufunc = _UFUNCS[expression.operation]
+    args = [compile_expression(a, dtype) for a in expression.args]
+    if len(args) == 1:
+        (only,) = args
+        return lambda operands: ufunc(only(operands))
+    left, right = args  # both of `dtype`: numpy keeps it, and rounds per step
+    return lambda operands: ufunc(left(operands), right(operands))

@@ -1,0 +1,128 @@
+"""Index expressions: xDSL's affine expressions, evaluated over loop domains.
+
+An index (a view start, a block index, a slot, a semaphore index) is an
+`AffineExpr` of the enclosing loops' indices, d0 the outermost; a condition
+(`when`, an instruction's predicate) is an `or` of `AffineSet`s. Here they
+are evaluated for many iterations at once, with numpy, and printed in the
+authoring syntax (`8 * i + 8`, `(i + 1) % 2`, `i // 4`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineConstraintKind,
+    AffineDimExpr,
+    AffineExpr,
+    AffineSet,
+)
+
+
+def evaluate(expr: AffineExpr, dims: Sequence[np.ndarray]) -> np.ndarray:
+    """The expression's value at every point, given each dimension's values
+    (arrays of one shape); mod and floordiv as MLIR defines them for a
+    positive divisor, which are Python's."""
+    if isinstance(expr, AffineConstantExpr):
+        shape = np.shape(dims[0]) if dims else ()
+        return np.full(shape, expr.value, np.int64)
+    if isinstance(expr, AffineDimExpr):
+        return np.asarray(dims[expr.position], np.int64)
+    if not isinstance(expr, AffineBinaryOpExpr):
+        raise ValueError(f"unsupported index expression {expr}")
+    lhs, rhs = evaluate(expr.lhs, dims), evaluate(expr.rhs, dims)
+    kind = expr.kind
+    if kind == AffineBinaryOpKind.Add:
+        return lhs + rhs
+    if kind == AffineBinaryOpKind.Mul:
+        return lhs * rhs
+    if kind == AffineBinaryOpKind.Mod:
+        return np.mod(lhs, rhs)
+    if kind == AffineBinaryOpKind.FloorDiv:
+        return np.floor_divide(lhs, rhs)
+    return -np.floor_divide(-lhs, rhs)  # CeilDiv
+
+
+def holds(sets: Sequence[AffineSet], dims: Sequence[np.ndarray]) -> np.ndarray:
+    """Where any of the sets holds (each a conjunction of constraints)."""
+    shape = np.shape(dims[0]) if dims else ()
+    result = np.zeros(shape, bool)
+    for affine_set in sets:
+        inside = np.ones(shape, bool)
+        for constraint in affine_set.constraints:
+            value = evaluate(constraint.lhs, dims) - evaluate(constraint.rhs, dims)
+            if constraint.kind == AffineConstraintKind.ge:
+                inside &= value >= 0
+            elif constraint.kind == AffineConstraintKind.le:
+                inside &= value <= 0
+            else:
+                inside &= value == 0
+        result |= inside
+    return result
+
+
+# -- printing in the authoring syntax ---------------------------------------------
+
+_SYMBOLS = {
+    AffineBinaryOpKind.Add: ("+", 1),
+    AffineBinaryOpKind.Mul: ("*", 2),
+    AffineBinaryOpKind.FloorDiv: ("//", 2),
+    AffineBinaryOpKind.CeilDiv: ("ceildiv", 2),
+    AffineBinaryOpKind.Mod: ("%", 2),
+}
+
+
+def format_expr(expr: AffineExpr, names: Sequence[str], parent: int = 0) -> str:
+    """`8 * i + 8` for `d0 * 8 + 8` with d0 named i."""
+    if isinstance(expr, AffineConstantExpr):
+        text = str(expr.value)
+        return f"({text})" if expr.value < 0 and parent else text
+    if isinstance(expr, AffineDimExpr):
+        return names[expr.position]
+    symbol, level = _SYMBOLS[expr.kind]
+    lhs, rhs = expr.lhs, expr.rhs
+    if expr.kind == AffineBinaryOpKind.Add and _negative(rhs):
+        text = f"{format_expr(lhs, names, 1)} - {format_expr(-rhs, names, 2)}"
+    elif expr.kind == AffineBinaryOpKind.Mul and isinstance(rhs, AffineConstantExpr):
+        if rhs.value == -1:
+            text = f"-{format_expr(lhs, names, 3)}"
+            level = 3
+        else:  # constants first, as people write them: 8 * i
+            text = f"{format_expr(rhs, names, 2)} * {format_expr(lhs, names, 3)}"
+    elif expr.kind == AffineBinaryOpKind.CeilDiv:
+        text = f"ceildiv({format_expr(lhs, names)}, {format_expr(rhs, names)})"
+        level = 3
+    else:
+        right = level + 1 if level == 2 else level
+        text = (
+            f"{format_expr(lhs, names, level)} {symbol} "
+            f"{format_expr(rhs, names, right)}"
+        )
+    return f"({text})" if level < parent else text
+
+
+def _negative(expr: AffineExpr) -> bool:
+    if isinstance(expr, AffineConstantExpr):
+        return expr.value < 0
+    return (
+        isinstance(expr, AffineBinaryOpExpr)
+        and expr.kind == AffineBinaryOpKind.Mul
+        and isinstance(expr.rhs, AffineConstantExpr)
+        and expr.rhs.value < 0
+    )
+
+
+def format_condition(sets: Sequence[AffineSet], names: Sequence[str]) -> str:
+    """An `or` of sets as `a >= b and c == d or ...`."""
+    parts = []
+    for affine_set in sets:
+        terms = [
+            f"{format_expr(c.lhs, names)} {c.kind.value} {format_expr(c.rhs, names)}"
+            for c in affine_set.constraints
+        ]
+        parts.append(" and ".join(terms) or "True")
+    return " or ".join(parts) or "False"
