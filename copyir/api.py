@@ -75,14 +75,13 @@ def parse_program(text: str, filename: str, format: str) -> ModuleOp | ProgramOp
     `convert-copy-to-dma`, with or without its module) is read as a stream,
     its ops checked as the `.dma` reader checks them.
     """
+    if format != "dma":
+        module = parse(text, filename, format)
+        if _lowered(module) is None:
+            return module
     from copyir.stream import parse_dma
 
-    if format == "dma":
-        return parse_dma(text, filename)
-    module = parse(text, filename, format)
-    if any(isinstance(op, ProgramOp) for op in module.ops):
-        return parse_dma(text, filename)
-    return module
+    return parse_dma(text, filename)
 
 
 def read_program(

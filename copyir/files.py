@@ -32,8 +32,6 @@ import stat
 import sys
 import tempfile
 import threading
-import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, BinaryIO
@@ -45,6 +43,8 @@ from copyir.dtypes import DType, bfloat16
 from copyir.errors import CopyIRError, InvocationError, Loc
 
 if TYPE_CHECKING:
+    import zipfile
+
     from copyir.stream import Stream
 
 
@@ -370,6 +370,8 @@ def load_inputs(
 def _read_input_file(
     path: str, name: str | None, params: Mapping[str, Param], kernel: str
 ) -> Iterator[tuple[str, np.ndarray]]:
+    import zipfile
+
     if name is not None:
         _check_name(name, params, kernel)
     with _open_regular(path) as file:
@@ -396,7 +398,7 @@ def _read_input_file(
                     yield key, array
         except CopyIRError:
             raise
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        except _corrupt() as err:
             raise FileError(errors.CANNOT_READ.format(path=path, why=err)) from None
 
 
@@ -412,6 +414,15 @@ def _check_name(name: str, params: Mapping[str, Param], kernel: str) -> None:
                 name=name, kernel=kernel, params=", ".join(params)
             )
         )
+
+
+def _corrupt() -> tuple[type[BaseException], ...]:
+    """What a damaged `.npy` or zip archive raises while read (an `except`
+    evaluates it only when something was raised)."""
+    import zipfile
+    import zlib
+
+    return (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
 CHUNK = 1 << 24
@@ -499,6 +510,8 @@ def save_outputs(path: str | None, arrays: Mapping[str, np.ndarray]) -> None:
     parameters of those names; a bfloat16 member is marked in its comment.
     """
 
+    import zipfile
+
     def write(out: BinaryIO) -> None:
         with zipfile.ZipFile(out, "w") as archive:
             for name, array in arrays.items():
@@ -514,6 +527,8 @@ def save_outputs(path: str | None, arrays: Mapping[str, np.ndarray]) -> None:
 def load_outputs(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """The arrays of an output `.npz` of `copyir run`, by parameter name,
     with bfloat16 restored (numpy alone reads those members as `V2`)."""
+    import zipfile
+
     path = os.fspath(path)
     arrays = {}
     with _open_regular(path) as file:
@@ -525,7 +540,7 @@ def load_outputs(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
                     if _is_bfloat16(array.dtype, info):
                         array = array.view(bfloat16())
                     arrays[_key(info)] = array
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        except _corrupt() as err:
             raise FileError(errors.CANNOT_READ.format(path=path, why=err)) from None
     return arrays
 

@@ -19,7 +19,6 @@ tests and for seeing capacity errors. A user's own target is a TOML file:
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +79,8 @@ def get_target(name_or_path: str) -> Target:
     """
     if name_or_path in BUILTIN:
         return BUILTIN[name_or_path]
+    import tomllib  # only for a user's target
+
     path = Path(name_or_path)
     if path.suffix != ".toml":
         known = ", ".join(BUILTIN)
