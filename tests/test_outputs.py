@@ -20,7 +20,6 @@ from conftest import EXAMPLES, ROOT
 import copyir
 from copyir import errors
 from copyir.cli import main
-from copyir.files import written_parameters
 
 MANUAL = str(EXAMPLES / "manual.cpy")
 ROUNDTRIP = str(EXAMPLES / "roundtrip.cpy")
@@ -256,6 +255,8 @@ def test_output_params_written_holds_only_what_the_program_writes(tmp_path):
 
 
 def test_written_parameters_follow_the_destinations_of_the_starts():
+    from copyir.files import written_parameters
+
     for name, written in [
         ("roundtrip.cpy", {"out_a", "out_b"}),
         ("manual.cpy", {"y"}),
