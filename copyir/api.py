@@ -23,7 +23,7 @@ from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError, InvocationError
 from copyir.locations import loc_of
 from copyir.mlir import gc_paused
-from copyir.passes import PipelineError
+from copyir.passes import PipelineError  # noqa: F401  (pipeline() raises it)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,8 +38,6 @@ TEXT_FORMATS = ("cpy", "mlir", "dma")
 
 Program = Union[ModuleOp, ProgramOp, "Stream"]
 """A program in memory: a copy-dialect module, or a lowered one."""
-
-__all__ = ["PipelineError"]
 
 
 def parse(text: str, filename: str = "<input>", format: str | None = None) -> ModuleOp:

@@ -222,11 +222,6 @@ def write_output(path: str | None, data: Payload) -> None:
     _replace(real, data, mode, path)
 
 
-def write_atomic(path: str, data: Payload) -> None:
-    """`write_output` under its older name."""
-    write_output(path, data)
-
-
 def _write_stdout(data: Payload) -> None:
     if isinstance(data, str):
         sys.stdout.write(data)
