@@ -305,13 +305,24 @@ class _Unit:
     """One program to handle: a file, or one part of it (--split-input-file)."""
 
     name: str
-    text: str
-    load: Callable[[], object]
+    format: str
+    text: str = ""  # the part's text; a binary stream has `data` instead
+    data: bytes = b""
+    error: CopyIRError | None = None  # text that is not UTF-8
+
+    def load(self):
+        """The program, parsed (its syntax errors raise here)."""
+        from copyir.api import parse_program, read_program
+
+        if self.error is not None:
+            raise self.error
+        if self.format == "npz":
+            return read_program(self.data, self.name, self.format)
+        return parse_program(self.text, self.name, self.format)
 
 
 def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
     """Every program of the named files, all read before any work starts."""
-    from copyir.api import parse_program, read_program
     from copyir.expectations import split_chunks
     from copyir.files import decode, detect_format, read_bytes
 
@@ -319,27 +330,19 @@ def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
     for data, name in [read_bytes(path) for path in paths]:
         format = detect_format(name, data, args.input_format)
         if format == "npz":
-            units.append(_Unit(name, "", lambda d=data, n=name: read_program(d, n)))
+            units.append(_Unit(name, format, data=data))
             continue
         try:
             text = decode(data, name)
         except CopyIRError as err:
-            units.append(_Unit(name, "", lambda err=err: _raise(err)))
+            units.append(_Unit(name, format, error=err))
             continue
         args.sources[name] = text
-        for chunk in split_chunks(text, args.split_input_file):
-            units.append(
-                _Unit(
-                    name,
-                    chunk.text,
-                    lambda t=chunk.text, n=name, f=format: parse_program(t, n, f),
-                )
-            )
+        units += [
+            _Unit(name, format, chunk.text)
+            for chunk in split_chunks(text, args.split_input_file)
+        ]
     return units
-
-
-def _raise(err: Exception):
-    raise err
 
 
 def _program(unit: _Unit, args: argparse.Namespace, check: bool = True):

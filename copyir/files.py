@@ -26,6 +26,7 @@ records (`V2`) and says so in its zip member comment, `copyir:bfloat16`;
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import stat
@@ -68,6 +69,9 @@ def read_bytes(path: str) -> tuple[bytes, str]:
             return file.read(), path
         except OSError as err:
             raise FileError(_cannot_read(path, err)) from None
+        except MemoryError:
+            why = "the machine cannot hold it"
+            raise FileError(errors.CANNOT_READ.format(path=path, why=why)) from None
 
 
 def decode(data: bytes, name: str) -> str:
@@ -107,7 +111,7 @@ def detect_format(name: str, data: bytes, given: str | None = None) -> str:
         return suffix
     if data.startswith(b"PK\x03\x04"):
         return "npz"
-    for line in data.splitlines():
+    for line in io.BytesIO(data):  # lazily: the first lines decide
         line = line.strip()
         if not line or line.startswith((b"#", b"//")):
             continue
