@@ -234,11 +234,13 @@ TARGET_ALIGNMENT = (
 TARGET_FIELD = (
     "Target field {what} must be a byte count such as 4096 or '64 MiB', got {value}"
 )
+TOO_MANY_DIGITS = "an integer has too many digits"
 TARGET_TOO_LARGE = "Target field {what} must be at most {limit} bytes, got {value}"
 
 # The command line and the files it names (exit status 2).
 CANNOT_READ = "cannot read {path}: {why}"
 CANNOT_WRITE = "cannot write {path}: {why}"
+TOO_LARGE_TO_HOLD = "the machine cannot hold it"
 IS_A_DIRECTORY = "{path} is a directory"
 NOT_A_REGULAR_FILE = "cannot read {path}: not a regular file"
 OVERWRITES_INPUT = "refusing to overwrite the input file {path}"

@@ -26,6 +26,7 @@ records (`V2`) and says so in its zip member comment, `copyir:bfloat16`;
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import signal
@@ -70,7 +71,7 @@ def read_bytes(path: str) -> tuple[bytes, str]:
         except OSError as err:
             raise FileError(_cannot_read(path, err)) from None
         except MemoryError:
-            why = "the machine cannot hold it"
+            why = errors.TOO_LARGE_TO_HOLD
             raise FileError(errors.CANNOT_READ.format(path=path, why=why)) from None
 
 
@@ -153,7 +154,9 @@ def _cannot_read(path: str, err: OSError) -> str:
 # -- outputs ------------------------------------------------------------------
 
 
-DENIED = os.strerror(13)  # EACCES: "Permission denied"
+def _cannot(path: str, code: int) -> FileError:
+    """A write refused before it starts, in the system's words for `code`."""
+    return FileError(errors.CANNOT_WRITE.format(path=path, why=os.strerror(code)))
 
 
 def check_output(path: str | None) -> None:
@@ -169,19 +172,17 @@ def check_output(path: str | None) -> None:
     if info is None:
         parent = os.path.dirname(real)
         if not os.path.isdir(parent):
-            raise FileError(
-                errors.CANNOT_WRITE.format(path=path, why="No such file or directory")
-            )
+            raise _cannot(path, errno.ENOENT)
         if not os.access(parent, os.W_OK | os.X_OK):
-            raise FileError(errors.CANNOT_WRITE.format(path=path, why=DENIED))
+            raise _cannot(path, errno.EACCES)
         return
     if stat.S_ISDIR(info.st_mode):
-        raise FileError(errors.CANNOT_WRITE.format(path=path, why="Is a directory"))
+        raise _cannot(path, errno.EISDIR)
     writable = os.access(real, os.W_OK)
     if stat.S_ISREG(info.st_mode):  # replaced through a temporary file beside it
         writable = writable and os.access(os.path.dirname(real), os.W_OK | os.X_OK)
     if not writable:
-        raise FileError(errors.CANNOT_WRITE.format(path=path, why=DENIED))
+        raise _cannot(path, errno.EACCES)
 
 
 def check_not_input(output: str | None, inputs: Iterable[str]) -> None:
@@ -215,7 +216,7 @@ def write_output(path: str | None, data: Payload) -> None:
     info = _stat(real, path)
     if info is not None and not stat.S_ISREG(info.st_mode):
         if stat.S_ISDIR(info.st_mode):
-            raise FileError(errors.CANNOT_WRITE.format(path=path, why="Is a directory"))
+            raise _cannot(path, errno.EISDIR)
         try:  # a device or a FIFO: write through it, never replace it
             with open(path, "wb") as out:
                 _writer(data)(out)

@@ -97,7 +97,7 @@ def get_target(name_or_path: str) -> Target:
     except ValueError:  # an integer past Python's conversion limit
         raise InvocationError(
             errors.CANNOT_READ_TARGET.format(
-                name=name_or_path, why="an integer has too many digits"
+                name=name_or_path, why=errors.TOO_MANY_DIGITS
             )
         ) from None
     return _target_from_table(table, default_name=path.stem)
