@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import math
 import os
 import signal
 import stat
@@ -323,10 +324,7 @@ class Param:
 
     @property
     def nbytes(self) -> int:
-        count = 1
-        for extent in self.shape:
-            count *= extent
-        return count * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def __str__(self) -> str:
         return f"{self.dtype.name}{list(self.shape)}"

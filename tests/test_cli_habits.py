@@ -537,3 +537,18 @@ def test_running_a_bfloat16_program_imports_ml_dtypes():
         ["run", str(EXAMPLES / "scalars.cpy"), "--fill-inputs", "zeros"]
     )
     assert "ml_dtypes" in modules
+
+
+def test_the_grammar_cache_lives_in_a_private_directory(tmp_path, monkeypatch):
+    from copyir.grammar_cache import grammar_cache
+
+    monkeypatch.delenv("COPYIR_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = grammar_cache("start: 'x'")
+    assert path == str(tmp_path / "copyir" / os.path.basename(path))
+    assert (tmp_path / "copyir").stat().st_mode & 0o077 == 0
+    (tmp_path / "copyir").chmod(0o777)  # others could plant a pickle there
+    assert grammar_cache("start: 'x'") is False
+    monkeypatch.setenv("COPYIR_NO_CACHE", "1")
+    (tmp_path / "copyir").chmod(0o700)
+    assert grammar_cache("start: 'x'") is False
