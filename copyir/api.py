@@ -1,25 +1,29 @@
-"""The Python API: parse, verify, print (and, as they land, lower and run).
+"""The Python API: parse, verify, print, lower and run.
 
 Every user error is a `CopyIRError` (a `ValueError` whose `str()` is exactly
 the documented message, with `.loc` beside it); the API lets it through
-unchanged.
+unchanged. `verify`, `lower` and `run` take a program in any form: a module,
+source text (a `str`, its form told by its content), or a file (a
+`pathlib.Path`, its form told by its suffix, then its content); `run` (and
+`verify` and `lower`) also a lowered `dma.program` or `Stream`.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 
 from copyir import errors
-from copyir.cpy_parser import parse_cpy
-from copyir.cpy_printer import print_cpy
 from copyir.dialects.copy import KernelOp
 from copyir.dialects.dma import ProgramOp
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, InvocationError
 from copyir.locations import loc_of
-from copyir.mlir import gc_paused, parse_mlir, print_mlir
+from copyir.mlir import gc_paused
+from copyir.passes import PipelineError  # noqa: F401  (pipeline() raises it)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +32,12 @@ if TYPE_CHECKING:
     from copyir.stream import Stream
 
 FORMATS = ("cpy", "mlir")
+"""The forms `parse` reads: the authoring syntax and the MLIR form."""
+TEXT_FORMATS = ("cpy", "mlir", "dma")
+"""The forms `to_text` prints."""
+
+Program = Union[ModuleOp, ProgramOp, "Stream"]
+"""A program in memory: a copy-dialect module, or a lowered one."""
 
 
 def parse(text: str, filename: str = "<input>", format: str | None = None) -> ModuleOp:
@@ -39,27 +49,110 @@ def parse(text: str, filename: str = "<input>", format: str | None = None) -> Mo
     if format is None:
         format = "mlir" if filename.endswith(".mlir") else "cpy"
     if format not in FORMATS:
-        raise ValueError(f"Unknown format {format!r} (expected cpy or mlir)")
+        raise ValueError(
+            errors.UNKNOWN_FORMAT.format(format=format, formats="cpy or mlir")
+        )
     with gc_paused():
         if format == "mlir":
+            from copyir.mlir import parse_mlir
+
             module = parse_mlir(text, filename)
         else:
+            from copyir.cpy_parser import parse_cpy
+
             module = parse_cpy(text, filename)
     if loc_of(module.location) is None:  # implicit: the file itself
         module.location = FileLineColLoc(StringAttr(filename), IntAttr(1), IntAttr(1))
     return module
 
 
-def verify(module: ModuleOp, target: str = "default") -> None:
+def parse_program(text: str, filename: str, format: str) -> ModuleOp | Stream:
+    """A program's text in a known form (`cpy`, `mlir` or `dma`).
+
+    MLIR text that holds a `dma.program` (what `opt` prints after
+    `convert-copy-to-dma`, with or without its module) is read as a stream,
+    each instruction remembering its line for errors in its fields.
+    """
+    if format != "dma":
+        module = parse(text, filename, format)
+        if _lowered(module) is None:
+            return module
+    from copyir.stream import read_dma
+
+    return read_dma(text, filename)
+
+
+def read_program(
+    data: bytes, name: str, format: str | None = None
+) -> ModuleOp | ProgramOp | Stream:
+    """A program from a file's bytes, its form given or detected (see
+    `copyir.files.detect_format`)."""
+    from copyir.files import decode, detect_format
+
+    format = detect_format(name, data, format)
+    if format == "npz":
+        from copyir.stream import load_npz
+
+        return load_npz(io.BytesIO(data), name)
+    return parse_program(decode(data, name), name, format)
+
+
+def _program(program: object, function: str, lowered: bool = True) -> Program:
+    """Any accepted form of a program as one in memory; a wrong type is a
+    `TypeError` naming what is accepted."""
+    from copyir.stream import Stream
+
+    if isinstance(program, Path):
+        from copyir.files import read_bytes
+
+        return read_program(*read_bytes(str(program)))
+    if isinstance(program, str):
+        return read_program(program.encode("utf-8"), "<input>")
+    if isinstance(program, ModuleOp):
+        return _lowered(program) or program
+    if lowered and isinstance(program, ProgramOp | Stream):
+        return program
+    accepted = "a ModuleOp, source text (str) or a file (pathlib.Path)"
+    if lowered:
+        accepted = (
+            "a ModuleOp, a dma.program, a Stream, source text (str) or a file "
+            "(pathlib.Path)"
+        )
+    raise TypeError(
+        errors.API_TYPE.format(
+            function=function, accepted=accepted, got=type(program).__name__
+        )
+    )
+
+
+def _lowered(module: ModuleOp) -> ProgramOp | None:
+    """The `dma.program` a module holds (after `convert-copy-to-dma`)."""
+    return next((op for op in module.ops if isinstance(op, ProgramOp)), None)
+
+
+def verify(program: object, target: str = "default") -> None:
     """Raise the program's first error; return None when it is valid.
 
-    `target` (a built-in name or a TOML file) bounds each buffer's size.
+    `target` (a built-in name or a TOML file) bounds each buffer's size. A
+    lowered program (`dma.program` or `Stream`) is validated as a stream.
     """
+    program = _program(program, "verify")
+    if not isinstance(program, ModuleOp):
+        to_stream(program).validate(_name_of(program))
+        return
     from copyir.passes.verify import verify as verify_module
     from copyir.target import get_target
 
     with gc_paused():
-        verify_module(module, get_target(target))
+        verify_module(program, get_target(target))
+
+
+def _name_of(program: ProgramOp | Stream) -> str | None:
+    """The file a lowered program came from, for its stream errors."""
+    if isinstance(program, ProgramOp):
+        loc = loc_of(program.location)
+        return loc.file if loc is not None else None
+    return None
 
 
 def kernels(module: ModuleOp) -> list[KernelOp]:
@@ -67,7 +160,11 @@ def kernels(module: ModuleOp) -> list[KernelOp]:
 
 
 def select_kernel(module: ModuleOp, name: str | None) -> KernelOp:
-    """The kernel called `name`; with no name, the file's only kernel."""
+    """The kernel called `name`; with no name, the file's only kernel.
+
+    Naming a kernel the file lacks is an `InvocationError` (the command line
+    is wrong); a file with several kernels and no name is the program's.
+    """
     found = kernels(module)
     names = ", ".join(k.kernel_name for k in found)
     if name is None:
@@ -79,35 +176,25 @@ def select_kernel(module: ModuleOp, name: str | None) -> KernelOp:
     for kernel in found:
         if kernel.kernel_name == name:
             return kernel
-    raise CopyIRError(errors.NO_KERNEL.format(name=name, names=names or "none"))
+    raise InvocationError(errors.NO_KERNEL.format(name=name, names=names or "none"))
+
+
+def check_kernel(program: ProgramOp | Stream, name: str | None) -> None:
+    """A lowered program holds one kernel: `name`, if given, must be it."""
+    kernel = program.sym_name.data if isinstance(program, ProgramOp) else program.kernel
+    if name is not None and name != kernel:
+        raise InvocationError(errors.NO_KERNEL.format(name=name, names=kernel))
 
 
 def pipeline(spec: str | None = None, target: str = "default") -> list[ModulePass]:
     """Passes from a `-p` spec (`pass-a,pass-b{opt=1}`), or the lowering.
 
-    A bad spec raises `PipelineError`, a usage error rather than a program's.
+    Every pass with a `target` option gets `target` unless the spec sets it.
+    A bad spec raises `PipelineError`, an `InvocationError`.
     """
-    from xdsl.passes import PassPipeline
-    from xdsl.utils.exceptions import ArgSpecParseError
+    from copyir.passes import LOWERING, parse_pipeline
 
-    from copyir.passes import LOWERING, PASSES
-    from copyir.passes.assign_addresses import AssignAddressesPass
-
-    if spec is None:
-        return [
-            AssignAddressesPass(target=target)
-            if name == "assign-addresses"
-            else PASSES[name]()()
-            for name in LOWERING
-        ]
-    try:
-        return list(PassPipeline.parse_spec(PASSES, spec).passes)
-    except (ValueError, ArgSpecParseError) as err:  # xDSL's own spec errors
-        raise PipelineError(str(err)) from None
-
-
-class PipelineError(Exception):
-    """A pass pipeline that cannot be parsed: a usage error."""
+    return parse_pipeline(",".join(LOWERING) if spec is None else spec, target)
 
 
 def apply_passes(
@@ -129,28 +216,38 @@ def apply_passes(
 
 
 def lower(
-    module: ModuleOp, kernel: str | None = None, target: str = "default"
+    program: object, kernel: str | None = None, target: str = "default"
 ) -> ProgramOp:
     """The DMA program of a kernel: verify, then the default lowering.
 
-    The caller's module is left as it was.
+    The caller's module is left as it was. An already lowered program is
+    returned as it is (a `Stream` as its `dma.program`), once validated.
     """
-    verify(module, target)
-    chosen = select_kernel(module, kernel)
+    program = _program(program, "lower")
+    if not isinstance(program, ModuleOp):
+        check_kernel(program, kernel)
+        verify(program)
+        if isinstance(program, ProgramOp):
+            return program
+        from copyir.stream import to_program
+
+        return to_program(program)
+    verify(program, target)
+    chosen = select_kernel(program, kernel)
     single = ModuleOp([chosen.clone()])
     apply_passes(single, pipeline(None, target))
     return single.ops.first
 
 
-def to_stream(program: ProgramOp) -> Stream:
+def to_stream(program: ProgramOp | Stream) -> Stream:
     """The DMA program as tables (see `copyir.stream`)."""
-    from copyir.stream import from_program
+    from copyir.stream import Stream, from_program
 
-    return from_program(program)
+    return program if isinstance(program, Stream) else from_program(program)
 
 
 def run(
-    program: ModuleOp | ProgramOp | Stream,
+    program: object,
     inputs: Mapping[str, np.ndarray] | None = None,
     *,
     mode: str = "random",
@@ -160,37 +257,50 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Run a program on numpy arrays; every parameter's final value, by name.
 
-    A copy-dialect module is verified and lowered first (`kernel` picks one
-    of several); a `dma.program` or a `Stream` runs as it is. Runtime errors
-    (races, unsatisfiable waits, DMAs never waited, out-of-bounds accesses,
-    reads of memory nobody wrote) are `CopyIRError`s located at the source.
-    The caller's arrays are never modified: inputs are copied in, and a
-    parameter the program never writes comes back as a read-only view.
+    A copy-dialect module (or its text or file) is verified and lowered
+    first (`kernel` picks one of several); a `dma.program` or a `Stream`
+    runs as it is. Runtime errors (races, unsatisfiable waits, DMAs never
+    waited, out-of-bounds accesses, reads of memory nobody wrote) are
+    `CopyIRError`s located at the source. The caller's arrays are never
+    modified: inputs are copied in, and a parameter the program never
+    writes comes back as a read-only view.
     """
     from copyir.backends.interpreter import run_stream
-    from copyir.stream import Stream as StreamType
 
+    program = _program(program, "run")
     if isinstance(program, ModuleOp):
         program = lower(program, kernel, target)
-    if isinstance(program, ProgramOp):
-        program = to_stream(program)
-    if not isinstance(program, StreamType):
-        raise TypeError(f"cannot run a {type(program).__name__}")
-    return run_stream(program, dict(inputs or {}), mode, seed)
+    else:
+        check_kernel(program, kernel)
+    return run_stream(to_stream(program), dict(inputs or {}), mode, seed)
 
 
 def to_text(
-    module: ModuleOp, format: str = "cpy", debuginfo: bool | None = None
+    program: ModuleOp | ProgramOp, format: str = "cpy", debuginfo: bool | None = None
 ) -> str:
-    """The module in one of the two textual forms.
+    """The program in one of its textual forms: `cpy`, `mlir` or `dma`.
 
     Locations (`loc(...)`) are printed by default in the MLIR form, so that
     origins survive a trip through `.mlir`, and on request in the authoring
-    syntax.
+    syntax. A `dma.program` prints as its `.dma` text in the `cpy` and
+    `dma` forms.
     """
+    if format not in TEXT_FORMATS:
+        raise ValueError(
+            errors.UNKNOWN_FORMAT.format(format=format, formats="cpy, mlir or dma")
+        )
     if format == "mlir":
-        return print_mlir(module, debuginfo=debuginfo is not False)
-    return print_cpy(module, debuginfo=bool(debuginfo))
+        from copyir.mlir import print_mlir
+
+        return print_mlir(program, debuginfo=debuginfo is not False)
+    lowered = program if isinstance(program, ProgramOp) else _lowered(program)
+    if format == "dma" or (lowered is not None and program is lowered):
+        if lowered is None:
+            raise ValueError(errors.DMA_FORM_NEEDS_PROGRAM)
+        return dma_text(lowered)
+    from copyir.cpy_printer import print_cpy
+
+    return print_cpy(program, debuginfo=bool(debuginfo))
 
 
 def dma_text(program: ProgramOp, origins: bool = True) -> str:

@@ -52,6 +52,7 @@ from copyir.dialects.copy import (
 )
 from copyir.dtypes import BY_NAME, KNOWN_NAMES
 from copyir.errors import CopyIRError, Loc
+from copyir.grammar_cache import grammar_cache
 from copyir.locations import loc_of
 from copyir.machine import memory_space
 
@@ -101,6 +102,7 @@ def _lark() -> Lark:
         parser="lalr",
         postlex=_Postlex(),
         maybe_placeholders=True,
+        cache=grammar_cache(grammar),
     )
 
 

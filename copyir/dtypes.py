@@ -3,13 +3,17 @@
 The authoring syntax prints the short name (`f32`); the long numpy-style
 names (`float32`) are accepted as aliases. `bool` is `i1` in the IR; the
 integer types are signless (`i32`) or unsigned (`ui32`) as in MLIR.
+
+bfloat16's numpy dtype comes from `ml_dtypes`, whose import costs most of a
+short command's start-up; it is loaded the first time a bfloat16 array is
+made (`DType.numpy`), never for parsing or verifying.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -29,11 +33,28 @@ class DType:
     name: str
     alias: str
     ir: Attribute
-    numpy: np.dtype
+    itemsize: int
 
     @property
-    def itemsize(self) -> int:
-        return self.numpy.itemsize
+    def numpy(self) -> np.dtype:
+        """The numpy dtype (bfloat16 loads `ml_dtypes` on first use)."""
+        return numpy_dtype(self.alias)
+
+
+@functools.cache
+def numpy_dtype(alias: str) -> np.dtype:
+    """The numpy dtype of a copyir dtype's long name, such as `float32`."""
+    if alias == "bfloat16":
+        return bfloat16()
+    return np.dtype(np.bool_ if alias == "bool_" else alias)
+
+
+@functools.cache
+def bfloat16() -> np.dtype:
+    """ml_dtypes' bfloat16, imported on first use."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def _int(width: int, signed: bool = True) -> IntegerType:
@@ -42,18 +63,18 @@ def _int(width: int, signed: bool = True) -> IntegerType:
 
 
 DTYPES: tuple[DType, ...] = (
-    DType("bool", "bool_", _int(1), np.dtype(np.bool_)),
-    DType("i8", "int8", _int(8), np.dtype(np.int8)),
-    DType("i16", "int16", _int(16), np.dtype(np.int16)),
-    DType("i32", "int32", _int(32), np.dtype(np.int32)),
-    DType("i64", "int64", _int(64), np.dtype(np.int64)),
-    DType("u8", "uint8", _int(8, False), np.dtype(np.uint8)),
-    DType("u16", "uint16", _int(16, False), np.dtype(np.uint16)),
-    DType("u32", "uint32", _int(32, False), np.dtype(np.uint32)),
-    DType("f16", "float16", Float16Type(), np.dtype(np.float16)),
-    DType("f32", "float32", Float32Type(), np.dtype(np.float32)),
-    DType("f64", "float64", Float64Type(), np.dtype(np.float64)),
-    DType("bf16", "bfloat16", BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
+    DType("bool", "bool_", _int(1), 1),
+    DType("i8", "int8", _int(8), 1),
+    DType("i16", "int16", _int(16), 2),
+    DType("i32", "int32", _int(32), 4),
+    DType("i64", "int64", _int(64), 8),
+    DType("u8", "uint8", _int(8, False), 1),
+    DType("u16", "uint16", _int(16, False), 2),
+    DType("u32", "uint32", _int(32, False), 4),
+    DType("f16", "float16", Float16Type(), 2),
+    DType("f32", "float32", Float32Type(), 4),
+    DType("f64", "float64", Float64Type(), 8),
+    DType("bf16", "bfloat16", BFloat16Type(), 2),
 )
 
 BY_NAME: dict[str, DType] = {d.name: d for d in DTYPES} | {d.alias: d for d in DTYPES}

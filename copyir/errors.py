@@ -245,3 +245,59 @@ RUN_NOT_A_BOX = (
 CANNOT_ALLOCATE = "Cannot allocate {size} bytes of {space} for the stream: {why}"
 ARRAY_INT_RANGE = "An integer in this array does not fit in 64 bits"
 CANNOT_ALLOCATE_INPUT = "Cannot allocate {size} bytes for input {name}: {why}"
+
+# Targets.
+UNKNOWN_TARGET = "Unknown target {name} (built-in: {known}; or a .toml file)"
+CANNOT_READ_TARGET = "Cannot read target {name}: {why}"
+TARGET_NAME_TAKEN = "Target name {name} is taken by a built-in target"
+TARGET_NO_TABLE = "Target {name} has no [{space}] table"
+TARGET_ALIGNMENT = (
+    "Target {name}: {space}.alignment must be a power of two, got {value}"
+)
+TARGET_FIELD = (
+    "Target field {what} must be a byte count such as 4096 or '64 MiB', got {value}"
+)
+TOO_MANY_DIGITS = "an integer has too many digits"
+TARGET_TOO_LARGE = "Target field {what} must be at most {limit} bytes, got {value}"
+
+# The command line and the files it names (exit status 2).
+CANNOT_READ = "cannot read {path}: {why}"
+CANNOT_WRITE = "cannot write {path}: {why}"
+TOO_LARGE_TO_HOLD = "the machine cannot hold it"
+IS_A_DIRECTORY = "{path} is a directory"
+NOT_A_REGULAR_FILE = "cannot read {path}: not a regular file"
+OVERWRITES_INPUT = "refusing to overwrite the input file {path}"
+NEEDS_EMIT = "-o needs --emit"
+ONE_INPUT_FOR_OUTPUT = "-o takes one input file"
+NPZ_NEEDS_OUTPUT = "the npz form needs -o FILE (or -o - for standard output)"
+OUTPUT_NOT_NPZ = "--output must name an .npz file (or - for standard output)"
+ONE_PROGRAM_FOR_OUTPUT = (
+    "{option} takes one program, not one per part of --split-input-file"
+)
+BAD_SEED = "must be an integer from 0 to 2**63-1, got {value}"
+INPUT_EMPTY_NAME = "--input {spec}: the name before = is empty"
+INPUT_TWICE = "input {name} is given twice (again in {path})"
+INPUT_NOT_NPY = "{path} is not a .npy array (give an .npz alone, without NAME=)"
+INPUT_NEEDS_NAME = "{path} is a single array: give it a name, NAME={path}"
+INPUT_TRUNCATED = "cannot read {path}: its data ends before {nbytes} bytes"
+INPUT_SIZE_MISMATCH = (
+    "Input {name} in {path} unpacks to {size} bytes, but parameter {name} "
+    "({want}) takes {expected}"
+)
+UNKNOWN_PASS = "Unknown pass {name}{hint} (passes: {known})"
+UNKNOWN_PASS_OPTION = "Unknown option {option} for pass {name}{hint} (options: {known})"
+PASS_OPTION_VALUE = "Bad options for pass {name}: {why}"
+PIPELINE_SYNTAX = "Malformed pass pipeline {spec}: {why}"
+DID_YOU_MEAN = " (did you mean {match}?)"
+
+# --verify-diagnostics.
+EXPECTED_NOT_PRODUCED = 'expected {severity} "{text}" was not produced'
+UNEXPECTED_DIAGNOSTIC = "unexpected {severity}: {message}"
+EXPECTATION_OFFSET = "The line offset of this expected-{severity} is too large"
+
+# The Python API.
+API_TYPE = "{function}() takes {accepted}, not {got}"
+UNKNOWN_FORMAT = "Unknown format {format!r} (expected {formats})"
+DMA_FORM_NEEDS_PROGRAM = (
+    "The dma form prints a dma.program; lower the module first (copyir.lower)"
+)

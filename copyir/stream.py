@@ -219,11 +219,13 @@ class Stream:
         position = int(self.instructions["origin"][index])
         return self.origins[position] if position >= 0 else Origin(None)
 
-    def validate(self) -> None:
+    def validate(self, name: str | None = None) -> None:
         """Check every field and every access (see `copyir.validate`); raise
-        the first problem."""
+        the first problem. `name` is the file it came from, if not known."""
         from copyir.validate import validate_stream
 
+        if name is not None and self.source is None:
+            self.source = name
         validate_stream(self)
 
     def depth(self, loop: int) -> int:

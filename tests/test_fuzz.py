@@ -11,7 +11,7 @@ annotations, splices of two files). Each mutant must either verify (and then
 lower to a DMA stream) or fail with a `CopyIRError` located at a file, a
 line >= 1 and a column >= 1.
 Anything else that escapes, any error without such a location, and any
-mutant that runs longer than `TIME_LIMIT`, is an internal error.
+mutant that runs longer than `TIME_LIMIT` (a hang), is an internal error.
 
 The run is deterministic: mutant `i` comes from its own `random.Random`, so
 one failure is reproduced with `mutant(i)` alone (from the tests directory):
@@ -44,9 +44,11 @@ SEED = 0x5EED_C0DE
 MUTANTS = 12_000
 MIN_MUTANTS = 10_000
 SHOWN_FAILURES = 5
-TIME_LIMIT = 1.0
-"""Seconds one mutant may take (the slowest legitimate ones take well under
-one); a mutant that takes longer is stopped and counts as an internal error."""
+TIME_LIMIT = 10.0
+"""Seconds one mutant may take before it is stopped and counted as an internal
+error. The limit only catches hangs, not slowness: the slowest legitimate
+mutants take about 0.35 s alone but more than 1 s on a busy machine, so it
+is generous."""
 MAX_MLIR_SEED = 3_000
 """Only valid examples whose MLIR form is this short become extra seeds, so
 that the large ones do not dominate the run time."""

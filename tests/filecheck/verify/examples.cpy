@@ -8,8 +8,14 @@
 
 # A file that fails its own expectations fails the check:
 # RUN: not copyir verify --verify-diagnostics %s 2>&1 | filecheck %s
-# CHECK: line [[# @LINE + 4]]: expected error {{[{][{]}}Unknown action: start{{[}][}]}} was not produced
-# CHECK: line [[# @LINE + 3]]: unexpected error: Unknown action: Start
+# Each mismatch is a diagnostic at its line, so that editors can jump to it:
+# the expectation that was not produced, then the error no one expected.
+# CHECK:      examples.cpy:[[# @LINE + 7]]:5: error: expected error "Unknown action: start" was not produced
+# CHECK-NEXT:   # expected-error@+1 {{[{][{]}}Unknown action: start{{[}][}]}}
+# CHECK-NEXT:     ^
+# CHECK-NEXT: examples.cpy:[[# @LINE + 5]]:3: error: unexpected error: Unknown action: Start
+# CHECK-NEXT:   dma Start x -> x, x
+# CHECK-NEXT:   ^
 kernel k(x: f32[8] @hbm) {
   # expected-error@+1 {{Unknown action: start}}
   dma Start x -> x, x

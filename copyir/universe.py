@@ -1,0 +1,32 @@
+"""copyir's dialects and passes for the stock `xdsl-opt`.
+
+The `xdsl.universe` entry point (pyproject.toml) names `COPYIR_UNIVERSE`,
+so that `xdsl-opt` parses, prints and transforms the `copy` and `dma`
+dialects with copyir's passes:
+
+    xdsl-opt prog.mlir -p expand-pytree-copies
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Dialect
+from xdsl.universe import Universe
+
+from copyir.passes import PASSES
+
+
+def _copy() -> Dialect:
+    from copyir.dialects.copy import Copy
+
+    return Copy
+
+
+def _dma() -> Dialect:
+    from copyir.dialects.dma import Dma
+
+    return Dma
+
+
+COPYIR_UNIVERSE = Universe(
+    all_dialects={"copy": _copy, "dma": _dma}, all_passes=dict(PASSES)
+)
