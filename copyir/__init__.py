@@ -16,6 +16,7 @@ _API = {
     "verify": "copyir.api",
     "lower": "copyir.api",
     "run": "copyir.api",
+    "check_protocol": "copyir.api",
     "to_stream": "copyir.api",
     "to_text": "copyir.api",
     "dma_text": "copyir.api",

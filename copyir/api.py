@@ -239,6 +239,18 @@ def lower(
     return single.ops.first
 
 
+def check_protocol(
+    program: object, kernel: str | None = None, target: str = "default"
+) -> None:
+    """The data-free protocol check: lower the program (unless it is a
+    stream) and decide its DMA protocol without arrays, raising its first
+    race, unsatisfiable wait, DMA never waited or read of scratch nobody
+    wrote. Parameters count as inputs."""
+    from copyir.backends.interpreter import check_stream
+
+    check_stream(to_stream(lower(program, kernel, target)))
+
+
 def to_stream(program: ProgramOp | Stream) -> Stream:
     """The DMA program as tables (see `copyir.stream`)."""
     from copyir.stream import Stream, from_program

@@ -101,6 +101,13 @@ def _verify_parser(commands) -> None:
     _add_target_option(verify)
     _add_emit_options(verify)
     _add_diagnostic_options(verify)
+    verify.add_argument(
+        "--protocol",
+        action="store_true",
+        help="also lower the program and check its DMA protocol without data "
+        "(races, unsatisfiable waits, DMAs never waited, reads of scratch "
+        "nobody wrote; parameters count as inputs)",
+    )
     verify.set_defaults(run=_verify)
 
 
@@ -449,6 +456,10 @@ def _verify(args: argparse.Namespace) -> int:
 
     def work(unit: _Unit) -> str:
         program = _program(unit, args)
+        if args.protocol:
+            from copyir.api import check_protocol
+
+            check_protocol(program, args.kernel, args.target)
         return copyir.to_text(program, args.emit, args.debuginfo) if args.emit else ""
 
     status, texts = _each(args, units, work)

@@ -386,3 +386,24 @@ def test_protocol_check_of_a_large_ring_agrees_with_a_walk():
 def test_fill_inputs_still_binds_everything():
     stream = stream_of((EXAMPLES / "roundtrip.cpy").read_text())
     assert sorted(fill_inputs(stream, {}, "zeros")) == ["a", "b", "out_a", "out_b"]
+
+
+def test_verify_protocol_finds_races_without_inputs(tmp_path, capsys):
+    path = tmp_path / "k.cpy"
+    path.write_text(SAME_BUFFER)
+    assert main(["verify", str(path)]) == 0  # statically fine
+    assert main(["verify", "--protocol", str(path)]) == 1
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == (
+        f"{path}:5:3: error: "
+        + errors.RUN_RACE.format(
+            action="writes", region="x[0:4]", other=f"{path}:4:3", their="reads"
+        )
+    )
+    with pytest.raises(CopyIRError):
+        copyir.check_protocol(path)
+
+
+@pytest.mark.parametrize("name", ["double_buffer", "windows", "manual", "roundtrip"])
+def test_verify_protocol_accepts_the_examples(name):
+    assert main(["verify", "--protocol", str(EXAMPLES / f"{name}.cpy")]) == 0
