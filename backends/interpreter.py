@@ -198,18 +198,22 @@ def check_stream(
 
 def schedule(
     mode: str, seed: int, events: protocol.Events, verdict: protocol.Verdict
-) -> list[tuple[int, int]]:
+) -> tuple[np.ndarray, np.ndarray]:
     """When each DMA moves its data: (the event after which it moves, the
-    DMA's start event), in the order the moves happen."""
+    DMA's start event), both in the order the moves happen."""
     starts, finish = verdict.starts, verdict.finish
     if mode == "eager":
-        return [(int(s), int(s)) for s in starts]
+        return starts.copy(), starts.copy()
     if mode == "random":
         rng = np.random.default_rng(seed)
         moment = starts + (rng.random(len(starts)) * (finish - starts)).astype(np.int64)
         order = np.lexsort((rng.permutation(len(starts)), moment))
-        return [(int(moment[i]), int(starts[i])) for i in order]
-    return _on_wait(events)
+        return moment[order], starts[order]
+    moves = _on_wait(events)
+    return (
+        np.array([m for m, _ in moves], np.int64),
+        np.array([s for _, s in moves], np.int64),
+    )
 
 
 def _on_wait(events: protocol.Events) -> list[tuple[int, int]]:
@@ -268,9 +272,7 @@ class Executable:
         )
         self.verdict = verdict
         self.trace = program.trace
-        self.completions: list[tuple[int, int]] = schedule(
-            mode, int(seed), program.events, verdict
-        )
+        self._moments, self._moved = schedule(mode, int(seed), program.events, verdict)
         self.params = {b.name: i for i, b in enumerate(stream.buffers) if b.param}
         written = set(program.ends.buffer[program.ends.write].tolist())
         self._aliased = {
@@ -281,6 +283,12 @@ class Executable:
         self._plan(program)
         self._views: dict[int, np.ndarray] = {}
         self._bound: list = []
+
+    @property
+    def completions(self) -> list[tuple[int, int]]:
+        """When each DMA moved its data: (the event after which it moved, its
+        start event), in the order the moves happen."""
+        return list(zip(self._moments.tolist(), self._moved.tolist(), strict=True))
 
     # -- what is written
 
@@ -364,51 +372,46 @@ class Executable:
             stacks_of(program.validated.dst),
         )
         src, dst = program.validated.src, program.validated.dst
-        src_offset, dst_offset = src.offset.tolist(), dst.offset.tolist()
-        src_at = {e: k for k, e in enumerate(src.events.tolist())}
-        dst_at = {e: k for k, e in enumerate(dst.events.tolist())}
+        src_stack, dst_stack = np.array(stacks_of(src)), np.array(stacks_of(dst))
         rows = self.stream.instructions[program.trace.row]
-        add = rows["add"].astype(bool)
-        steps = []
-        for order, (moment, start) in enumerate(self.completions):
-            k, d = src_at[start], dst_at[start]
-            step = (
-                src_stack[k],
-                src_offset[k],
-                dst_stack[d],
-                dst_offset[d],
-                int(add[start]),
-            )
-            steps.append(((moment, 1, order), step))
+        dma = np.searchsorted(src.events, self._moved)  # each move's DMA
+        at = np.searchsorted(dst.events, self._moved)
+        columns = (
+            src_stack[dma] if len(dma) else dma,
+            src.offset[dma],
+            dst_stack[at] if len(at) else at,
+            dst.offset[at],
+            rows["add"][self._moved].astype(np.int64),
+        )
+        moves = list(zip(*(c.tolist() for c in columns), strict=True))
         computes = np.flatnonzero(rows["op"] == COMPUTE)
-        if len(computes):
-            operand_at = [
-                {e: k for k, e in enumerate(o.events.tolist())}
-                for o in program.validated.operands
-            ]
-            operand_stacks = [stacks_of(o) for o in program.validated.operands]
-            functions = {}
-            for event in computes.tolist():
-                number = int(rows["compute"][event])
-                spec = self.stream.computes[number - 1]
-                if number not in functions:
-                    dtype = DTYPES[int(rows["dtype"][event])].numpy
-                    functions[number] = compile_expression(
-                        parse(spec.expression), dtype
-                    )
-                inputs = []
-                for k in range(len(spec.operands)):
-                    at = operand_at[k][event]
-                    inputs.append(
-                        (
-                            operand_stacks[k][at],
-                            int(program.validated.operands[k].offset[at]),
-                        )
-                    )
-                d = dst_at[event]
-                step = (functions[number], inputs, dst_stack[d], dst_offset[d], 2)
-                steps.append(((event, 0, 0), step))
-            steps.sort(key=lambda item: item[0])
+        if not len(computes):
+            self._moves = moves
+            return
+        dst_at = {e: k for k, e in enumerate(dst.events.tolist())}
+        operands = program.validated.operands
+        operand_at = [{e: k for k, e in enumerate(o.events.tolist())} for o in operands]
+        operand_stacks = [stacks_of(o) for o in operands]
+        functions = {}
+        moments = self._moments.tolist()
+        steps = [
+            ((m, 1, i), move)
+            for i, (m, move) in enumerate(zip(moments, moves, strict=True))
+        ]
+        for event in computes.tolist():
+            number = int(rows["compute"][event])
+            spec = self.stream.computes[number - 1]
+            if number not in functions:
+                dtype = DTYPES[int(rows["dtype"][event])].numpy
+                functions[number] = compile_expression(parse(spec.expression), dtype)
+            inputs = []
+            for k in range(len(spec.operands)):
+                j = operand_at[k][event]
+                inputs.append((operand_stacks[k][j], int(operands[k].offset[j])))
+            d = dst_at[event]
+            step = (functions[number], inputs, int(dst_stack[d]), int(dst.offset[d]), 2)
+            steps.append(((event, 0, 0), step))
+        steps.sort(key=lambda item: item[0])
         self._moves = [step for _, step in steps]
 
     def _stacks(self, flats: dict[int, np.ndarray]) -> list[np.ndarray]:

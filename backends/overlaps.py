@@ -71,10 +71,12 @@ def first_conflict(accesses: Accesses, stats: Stats | None = None) -> Conflict |
     stats.accesses += count
     if count < 2:
         return None
-    orders = [_by_time(accesses)] + [
-        _by_position(accesses, d) for d in range(accesses.lo.shape[1])
-    ]
     buffers = int(accesses.buffer.max()) + 1
+    orders = [_by_time(accesses)]
+    sizes = np.bincount(accesses.buffer, minlength=buffers)
+    if (np.bincount(accesses.buffer, orders[0].counts, buffers) > 4 * sizes).any():
+        # Some buffer has many accesses in flight at once: try positions.
+        orders += [_by_position(accesses, d) for d in range(accesses.lo.shape[1])]
     totals = np.stack([np.bincount(accesses.buffer, o.counts, buffers) for o in orders])
     chosen = np.argmin(totals, axis=0)[accesses.buffer]
     for number, order in enumerate(orders):

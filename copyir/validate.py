@@ -167,7 +167,7 @@ def validate_stream(
         )
     rank = stream.instructions.dtype["shape"].shape[0]
 
-    def access(events, label, space, address, strides) -> Access:
+    def access(events, label, space, address, strides, kind=0) -> Access:
         part = rows[events]
         shape = part["shape"].reshape(len(part), rank)
         try:
@@ -180,6 +180,7 @@ def validate_stream(
                 strides,
                 space,
                 address,
+                trace.row[events] * (trace.operands.shape[1] + 1) + kind,
             )
         except StreamProblem as problem:
             raise trace.fail(
@@ -228,7 +229,7 @@ def validate_stream(
         for i, o in enumerate(chosen):
             strides[i, : len(o.strides)] = o.strides
         operands.append(
-            access(events, "operand", space, trace.operands[events, k], strides)
+            access(events, "operand", space, trace.operands[events, k], strides, k + 1)
         )
     return Validated(layout, trace, src, dst, operands)
 
@@ -549,6 +550,7 @@ def resolve_ends(
     strides: np.ndarray,
     space: np.ndarray,
     address: np.ndarray,
+    kinds: np.ndarray | None = None,
 ) -> Ends:
     """Where each DMA end lies: its buffer, element offset and box.
 
@@ -556,7 +558,8 @@ def resolve_ends(
     width), memory space and byte address (which vary per iteration inside
     loops). `label` names the ends in messages (`source`). Raises the first
     end that is out of bounds, of another dtype than its buffer, or not a
-    box, as a `StreamProblem` at its row.
+    box, as a `StreamProblem` at its row. Ends of one of `kinds` (say, of
+    one instruction) share their dtype, rank, shape and strides.
     """
     count = len(space)
     ranks = ranks.astype(np.int64)
@@ -614,7 +617,7 @@ def resolve_ends(
     bad = outside | past | wrong_dtype
     safe_buffer = np.where(bad, 0, buffer)
     offset = np.where(bad, 0, (address - base) // item)
-    lo, hi, not_box = _boxes(layout, safe_buffer, offset, shape, strides)
+    lo, hi, not_box = _boxes(layout, safe_buffer, offset, shape, strides, kinds)
     not_box &= ~bad
 
     def not_a_box(r: int) -> str:
@@ -640,7 +643,7 @@ def resolve_ends(
     return Ends(buffer, offset, lo, hi)
 
 
-def _boxes(layout: Layout, buffer, offset, shape, strides):
+def _boxes(layout: Layout, buffer, offset, shape, strides, kinds=None):
     """Each end as one [lo, hi) per buffer dimension, and which ends are not
     boxes. The mapping of DMA dimensions onto buffer dimensions depends only
     on the buffer and the DMA's shape and strides, so it is worked out once
@@ -650,17 +653,17 @@ def _boxes(layout: Layout, buffer, offset, shape, strides):
     start = (offset[:, None] // bstrides) % bshape
     lo, hi = start.copy(), start + 1
     not_box = np.zeros(count, bool)
-    keys = np.concatenate([buffer[:, None], shape, strides], axis=1)
-    firsts, group = group_rows(keys)
+    if kinds is None:  # no kinds given: group by the fields themselves
+        _, kinds = group_rows(np.concatenate([shape, strides], axis=1))
+    key = kinds.astype(np.int64) * len(layout.buffers) + buffer
+    firsts, group = np.unique(key, return_index=True, return_inverse=True)[1:]
+    group = group.reshape(-1)
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(len(firsts) + 1))
     for number, row in enumerate(firsts):
-        key = keys[row]
         members = order[bounds[number] : bounds[number + 1]]
         extents = _dimension_extents(
-            layout.buffers[key[0]].shape,
-            key[1 : 1 + shape.shape[1]],
-            key[1 + shape.shape[1] :],
+            layout.buffers[buffer[row]].shape, shape[row], strides[row]
         )
         if extents is None:
             not_box[members] = True
