@@ -416,7 +416,7 @@ class _Tables:
         entry["dst_strides"][: len(shape)] = int_values(op.strides)
         if isinstance(op, dma.ComputeOp):
             operands = []
-            for space, address, strides in op.operands():
+            for space, address, strides in op.operand_ends():
                 value, map_id = self.value(address)
                 operands.append(Operand(space.data, value, map_id, int_values(strides)))
                 self.space(op, space)

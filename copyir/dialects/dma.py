@@ -428,14 +428,14 @@ class ComputeOp(IRDLOperation):
         printer.print_string(" = ")
         printer.print_string_literal(self.expression.data)
         printer.print_string(" (")
-        for k, (space, address, strides) in enumerate(self.operands()):
+        for k, (space, address, strides) in enumerate(self.operand_ends()):
             if k:
                 printer.print_string(", ")
             _print_end(printer, space, address, strides)
         printer.print_string(")")
         print_predicate(printer, self.predicate)
 
-    def operands(self) -> Sequence[tuple[StringAttr, Attribute, DenseArrayBase]]:
+    def operand_ends(self) -> Sequence[tuple[StringAttr, Attribute, DenseArrayBase]]:
         return list(
             zip(
                 self.operand_spaces.data,
