@@ -222,3 +222,7 @@ STREAM_MALFORMED = "Malformed DMA stream: {why}"
 CANNOT_ALLOCATE = "Cannot allocate {size} bytes of {space} for the stream: {why}"
 ARRAY_INT_RANGE = "An integer in this array does not fit in 64 bits"
 CANNOT_ALLOCATE_INPUT = "Cannot allocate {size} bytes for input {name}: {why}"
+
+# Notes that help: a mismatch's two types, did-you-means and hints. Notes
+# travel beside a message, which stays exact.
+TYPES_NOTE = "{src} is {src_type}, {dst} is {dst_type}"

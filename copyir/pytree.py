@@ -82,10 +82,11 @@ LEAF = TreeDef("leaf")
 
 def record(items: Sequence[tuple[str, TreeDef]]) -> TreeDef:
     """A record node with its keys in JAX's (sorted) order."""
-    keys = [key for key, _ in items]
-    for key in keys:
-        if keys.count(key) > 1:
+    seen: set[str] = set()
+    for key, _ in items:
+        if key in seen:
             raise CopyIRError(errors.DUPLICATE_KEY.format(key=key))
+        seen.add(key)
     ordered = sorted(items, key=lambda item: item[0])
     return TreeDef(
         "record", tuple(child for _, child in ordered), tuple(k for k, _ in ordered)
