@@ -226,3 +226,13 @@ CANNOT_ALLOCATE_INPUT = "Cannot allocate {size} bytes for input {name}: {why}"
 # Notes that help: a mismatch's two types, did-you-means and hints. Notes
 # travel beside a message, which stays exact.
 TYPES_NOTE = "{src} is {src_type}, {dst} is {dst_type}"
+DID_YOU_MEAN = "did you mean {name}?"
+HINT_COMMENT = "comments start with # in copyir, not //"
+HINT_AT = "copyir writes a view without .at: x[0:8], not x.at[0:8]"
+HINT_DS = (
+    "copyir writes a slice as start:stop: pl.ds(start, size) is "
+    "start:start+size, such as x[8:16] for x[pl.ds(8, 8)]"
+)
+HINT_NO_SEMAPHORE = (
+    "a DMA names its semaphore after the destination: copy_start src -> dst, sem"
+)
