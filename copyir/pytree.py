@@ -123,8 +123,8 @@ def parse_spec(spec: str) -> TreeDef:
 
     Cached: a TreeDef is immutable, and a program repeats its few structures.
     """
-    tokens, pos = [], 0
-    while pos < len(spec.rstrip()):
+    tokens, pos, end = [], 0, len(spec.rstrip())
+    while pos < end:
         match = _SPEC_TOKEN.match(spec, pos)
         if match is None:
             raise _malformed(spec, f"unexpected character at {pos}")

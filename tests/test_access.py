@@ -8,13 +8,11 @@ independent computation each folded access is compared with.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import f32
 
 import copyir
-from copyir import errors
 from copyir.access import Accesses
 from copyir.dialects.copy import (
     KernelOp,
@@ -23,7 +21,6 @@ from copyir.dialects.copy import (
     SemIndexOp,
     ViewOp,
 )
-from copyir.errors import CopyIRError
 
 Subscripts = list[tuple[int, int, bool]]
 
@@ -167,46 +164,6 @@ def test_a_root_that_is_no_ref_has_no_access():
     ).ops.first.body.block.ops.first.result
     assert Accesses()(bref) is None
     assert not Accesses().overlap(bref, kernel.params[0])
-
-
-# The verifier's overlap check, starts only (issue 7, section 7).
-
-OVERLAPPING = """kernel k(x: f32[256] @hbm, y: f32[128] @hbm) {{
-  s = semaphore
-  copy_start x[0:128] -> y, s
-  {wait}
-}}
-"""
-
-
-def test_a_wait_may_name_overlapping_ends():
-    text = OVERLAPPING.format(wait="copy_wait x[0:128] -> x[0:128], s")
-    module = copyir.parse(text)
-    copyir.verify(module)
-    x = np.arange(256, dtype=np.float32)
-    outputs = copyir.run(module, {"x": x}, mode="on_wait")
-    assert np.array_equal(outputs["y"], x[:128])
-
-
-def test_a_start_still_may_not():
-    text = OVERLAPPING.format(wait="copy_start x[0:128] -> x[64:192], s")
-    with pytest.raises(CopyIRError) as caught:
-        copyir.verify(copyir.parse(text))
-    assert str(caught.value) == errors.DMA_OVERLAP.format(
-        src="x[0:128]", dst="x[64:192]"
-    )
-    assert caught.value.loc.line == 4
-
-
-def test_a_sync_copy_leaf_may_not_either():
-    text = (
-        "kernel k(x: f32[4, 8] @hbm) {\n"
-        "  sync_copy (x[0], x[1:3]) -> (x[1], x[2:4])\n}\n"
-    )
-    with pytest.raises(CopyIRError) as caught:
-        copyir.verify(copyir.parse(text))
-    assert str(caught.value) == errors.DMA_OVERLAP.format(src="x[1:3]", dst="x[2:4]")
-    assert caught.value.notes[0].message.startswith("at leaf [1]: ")
 
 
 def test_the_lowering_takes_offsets_and_strides_from_the_access():

@@ -25,35 +25,6 @@ def notes_of(err: CopyIRError) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "body, message, note",
-    [
-        (
-            "  buf = alloc f32[32, 128] @vmem\n  s = semaphore\n"
-            "  copy_start x -> buf, s",
-            errors.SHAPE_MISMATCH,
-            "x is f32[64, 128] @hbm, buf is f32[32, 128] @vmem",
-        ),
-        (
-            "  buf = alloc i32[64, 128] @vmem\n  s = semaphore\n"
-            "  copy_start x -> buf, s",
-            errors.DTYPE_MISMATCH,
-            "x is f32[64, 128] @hbm, buf is i32[64, 128] @vmem",
-        ),
-        (
-            "  buf = alloc i32[8, 128] @vmem\n  s = semaphore\n"
-            "  copy_wait x[0:8] -> buf[0:4], s",
-            errors.DTYPE_MISMATCH,
-            "x[0:8] is f32[8, 128] @hbm, buf[0:4] is i32[4, 128] @vmem",
-        ),
-    ],
-)
-def test_a_dma_type_mismatch_notes_both_types(body, message, note):
-    err = error_of(KERNEL.format(body=body))
-    assert str(err) == message
-    assert notes_of(err) == [note]
-
-
-@pytest.mark.parametrize(
     "body, message, suggestion",
     [
         # An unknown statement, at a line's start or after `;`.
