@@ -7,7 +7,11 @@ The ops follow the TPU copy helpers of JAX Pallas: `copy.dma` is
 `BufferedRef` and its synchronous copy through one window slot.
 
 Verifiers raise `CopyIRError` (a `ValueError`) with the messages of
-`copyir.errors`; `passes.verify` gives them the op's location. Builders that
+`copyir.errors`; `passes.verify` gives them the op's location. A check that
+looks through chains of views (do a DMA's ends overlap?) is a
+`verify_accesses(accesses)` method rather than part of `verify_`:
+`passes.verify` calls it with one `copyir.access.Accesses` for the whole
+program, so that each view is folded once. Builders that
 a user calls from Python check eagerly; the parsers build ops leniently
 (`Op.create`) so that every semantic error comes from the verifier.
 """
