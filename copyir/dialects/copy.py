@@ -663,7 +663,7 @@ class ViewOp(IRDLOperation):
 
     def subscripts(self) -> list[Subscript]:
         offsets, sizes = int_values(self.offsets), int_values(self.sizes)
-        dropped = int_values(self.dropped)
+        dropped = set(int_values(self.dropped))
         return [
             (o, s, i in dropped)
             for i, (o, s) in enumerate(zip(offsets, sizes, strict=False))
