@@ -15,7 +15,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 from lark.lark import PostLex
 from xdsl.dialects.builtin import (
     FileLineColLoc,
@@ -51,12 +56,14 @@ from copyir.dialects.copy import (
     view_result_type,
 )
 from copyir.dtypes import BY_NAME, KNOWN_NAMES
-from copyir.errors import CopyIRError, Loc
+from copyir.errors import CopyIRError, Loc, Note
 from copyir.grammar_cache import grammar_cache
+from copyir.hints import STATEMENT_WORDS, VALUE_WORDS, did_you_mean, habit
 from copyir.locations import loc_of
 from copyir.machine import memory_space
 
 INT64 = range(-(2**63), 2**63)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _TOKEN_NAMES = {
     "NAME": "a name",
@@ -111,11 +118,11 @@ def parse_cpy(text: str, filename: str = "<input>") -> ModuleOp:
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as err:
-        raise _syntax_error(err, filename) from None
+        raise _syntax_error(err, filename, text) from None
     return _Builder(filename, text).module(tree)
 
 
-def _syntax_error(err: UnexpectedInput, filename: str) -> CopyIRError:
+def _syntax_error(err: UnexpectedInput, filename: str, text: str) -> CopyIRError:
     """lark's exception as a located diagnostic: `expected ...`."""
     line, col = max(err.line, 1), max(err.column, 1)
     if isinstance(err, UnexpectedCharacters):
@@ -135,7 +142,65 @@ def _syntax_error(err: UnexpectedInput, filename: str) -> CopyIRError:
     expected = sorted({_token_name(t) for t in getattr(err, "expected", ()) or ()})
     if expected:
         message += "; expected " + _one_of(expected)
-    return CopyIRError(message, Loc(filename, line, col))
+    return CopyIRError(message, Loc(filename, line, col), _syntax_notes(err, text))
+
+
+def _syntax_notes(err: UnexpectedInput, text: str) -> tuple[Note, ...]:
+    """Hints for a syntax error: another language's habit, a misspelt
+    keyword, a DMA without its semaphore."""
+    offset = getattr(err, "pos_in_stream", None)
+    if offset is not None and (notes := habit(text, offset)):
+        return notes
+    if isinstance(err, UnexpectedToken):
+        return _misspelt_keyword(err, text) or _missing_semaphore(err)
+    return ()
+
+
+def _misspelt_keyword(err: UnexpectedToken, text: str) -> tuple[Note, ...]:
+    """`kernal k(...)`, where a keyword was expected; or `copy_strat x ...`
+    and `b = aloc ...`, a name where a statement or a value starts."""
+    token = err.token
+    if token.type == "NAME":
+        keywords = [_keyword(name) for name in err.expected]
+        if notes := did_you_mean(token.value, [k for k in keywords if k]):
+            return notes
+    previous = err.token_history[-1] if err.token_history else None
+    if previous is None or previous.type != "NAME" or previous.start_pos is None:
+        return ()
+    line = text[text.rfind("\n", 0, previous.start_pos) + 1 : previous.start_pos]
+    if "EQUAL" in err.expected and re.fullmatch(r"(.*[;{])?[ \t]*", line):
+        return did_you_mean(previous.value, STATEMENT_WORDS)
+    if re.fullmatch(r"(.*[;{])?[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*", line):
+        return did_you_mean(previous.value, VALUE_WORDS)
+    return ()
+
+
+def _keyword(terminal: str) -> str | None:
+    """The word a terminal stands for, if it is a keyword such as `kernel`."""
+    try:
+        pattern = _lark().get_terminal(terminal).pattern
+    except KeyError:
+        return None
+    if pattern.type == "str" and _NAME.fullmatch(pattern.value):
+        return pattern.value
+    return None
+
+
+def _missing_semaphore(err: UnexpectedToken) -> tuple[Note, ...]:
+    """A DMA that ends after its destination: `, sem` would complete it."""
+    if "COMMA" not in err.expected:
+        return ()
+    parser = err.interactive_parser.copy()
+    try:
+        parser.feed_token(Token("COMMA", ","))
+        parser.feed_token(Token("NAME", "sem"))
+        if err.token.type == "$END":
+            parser.feed_eof()
+        else:
+            parser.feed_token(err.token)
+    except UnexpectedInput:
+        return ()
+    return (Note(errors.HINT_NO_SEMAPHORE),)
 
 
 def _end_position(err: UnexpectedInput) -> tuple[int, int]:
@@ -183,8 +248,10 @@ class _Builder:
             return None
         return Loc(self.filename, token.line, token.column)
 
-    def error(self, item: Tree | Token, message: str) -> CopyIRError:
-        return CopyIRError(message, self.loc(item))
+    def error(
+        self, item: Tree | Token, message: str, notes: tuple[Note, ...] = ()
+    ) -> CopyIRError:
+        return CopyIRError(message, self.loc(item), notes)
 
     def integer(self, text: str, at: Token | None = None) -> int:
         """An integer literal that fits in 64 bits; `at` locates its error."""
@@ -253,7 +320,11 @@ class _Builder:
     def lookup(self, token: Token) -> SSAValue:
         entry = self.names.get(str(token))
         if entry is None:
-            raise self.error(token, errors.UNDEFINED.format(name=token))
+            raise self.error(
+                token,
+                errors.UNDEFINED.format(name=token),
+                did_you_mean(str(token), [*self.names, *VALUE_WORDS]),
+            )
         return entry[0]
 
     # -- module and kernels ------------------------------------------------
@@ -286,6 +357,7 @@ class _Builder:
             raise self.error(
                 dtype_token,
                 errors.UNKNOWN_DTYPE.format(dtype=dtype_token, known=KNOWN_NAMES),
+                did_you_mean(str(dtype_token), BY_NAME),
             )
         space = default_space
         if space_token is not None:
@@ -403,6 +475,7 @@ class _Builder:
                     errors.UNKNOWN_OPTION.format(
                         option=name, stmt=stmt, known=_one_of(sorted(known))
                     ),
+                    did_you_mean(name, known),
                 )
             if name in values:
                 raise self.error(

@@ -288,7 +288,7 @@ UNKNOWN_PASS = "Unknown pass {name}{hint} (passes: {known})"
 UNKNOWN_PASS_OPTION = "Unknown option {option} for pass {name}{hint} (options: {known})"
 PASS_OPTION_VALUE = "Bad options for pass {name}: {why}"
 PIPELINE_SYNTAX = "Malformed pass pipeline {spec}: {why}"
-DID_YOU_MEAN = " (did you mean {match}?)"
+DID_YOU_MEAN_SUFFIX = " (did you mean {match}?)"
 
 # --verify-diagnostics.
 EXPECTED_NOT_PRODUCED = 'expected {severity} "{text}" was not produced'
@@ -300,4 +300,17 @@ API_TYPE = "{function}() takes {accepted}, not {got}"
 UNKNOWN_FORMAT = "Unknown format {format!r} (expected {formats})"
 DMA_FORM_NEEDS_PROGRAM = (
     "The dma form prints a dma.program; lower the module first (copyir.lower)"
+
+# Notes that help: a mismatch's two types, did-you-means and hints. Notes
+# travel beside a message, which stays exact.
+TYPES_NOTE = "{src} is {src_type}, {dst} is {dst_type}"
+DID_YOU_MEAN = "did you mean {name}?"
+HINT_COMMENT = "comments start with # in copyir, not //"
+HINT_AT = "copyir writes a view without .at: x[0:8], not x.at[0:8]"
+HINT_DS = (
+    "copyir writes a slice as start:stop: pl.ds(start, size) is "
+    "start:start+size, such as x[8:16] for x[pl.ds(8, 8)]"
+)
+HINT_NO_SEMAPHORE = (
+    "a DMA names its semaphore after the destination: copy_start src -> dst, sem"
 )

@@ -82,10 +82,11 @@ LEAF = TreeDef("leaf")
 
 def record(items: Sequence[tuple[str, TreeDef]]) -> TreeDef:
     """A record node with its keys in JAX's (sorted) order."""
-    keys = [key for key, _ in items]
-    for key in keys:
-        if keys.count(key) > 1:
+    seen: set[str] = set()
+    for key, _ in items:
+        if key in seen:
             raise CopyIRError(errors.DUPLICATE_KEY.format(key=key))
+        seen.add(key)
     ordered = sorted(items, key=lambda item: item[0])
     return TreeDef(
         "record", tuple(child for _, child in ordered), tuple(k for k, _ in ordered)
@@ -122,8 +123,8 @@ def parse_spec(spec: str) -> TreeDef:
 
     Cached: a TreeDef is immutable, and a program repeats its few structures.
     """
-    tokens, pos = [], 0
-    while pos < len(spec.rstrip()):
+    tokens, pos, end = [], 0, len(spec.rstrip())
+    while pos < end:
         match = _SPEC_TOKEN.match(spec, pos)
         if match is None:
             raise _malformed(spec, f"unexpected character at {pos}")

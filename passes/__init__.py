@@ -175,7 +175,7 @@ def parse_pipeline(spec: str, target: str | None = None) -> list[ModulePass]:
 
 def _hint(word: str, candidates) -> str:
     close = difflib.get_close_matches(word, list(candidates), n=1)
-    return errors.DID_YOU_MEAN.format(match=close[0]) if close else ""
+    return errors.DID_YOU_MEAN_SUFFIX.format(match=close[0]) if close else ""
 
 
 _OPTIONS = re.compile(r"\{([^{}\"]*)\}")

@@ -5,9 +5,9 @@ scratch buffer, all at the top, then a `dma.start` or `dma.wait` per DMA in
 program order.
 Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
-elements (row-major strides of the buffer, with indexed dimensions dropped).
-A semaphore is its id, plus the flattened index into a semaphore array. A
-wait lowers its semaphore by the bytes of its descriptor. Every instruction
+elements, as `copyir.access` folds them (each view once per pass run). A
+semaphore is its id plus its flat index into its semaphore array, folded the
+same way. A wait lowers its semaphore by the bytes of its descriptor. Every instruction
 keeps the location of the DMA it came from.
 
 Needs expand-pytree-copies, expand-windows and assign-addresses first.
@@ -24,6 +24,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from copyir import errors
+from copyir.access import Accesses
 from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
 from copyir.dialects.copy import (
@@ -38,7 +39,6 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
-from copyir.stream import row_major
 
 Strided = tuple[str, int, list[int], list[int]]
 """(space, byte address, shape, strides in elements) of one end of a DMA."""
@@ -56,6 +56,7 @@ class _Lowering:
         self.declarations: list[Operation] = []
         self.ops: list[Operation] = []
         self.semaphores = 0
+        self.accesses = Accesses()
 
     @staticmethod
     def needs(before: str, why: str, op: Operation | None = None) -> CopyIRError:
@@ -168,39 +169,19 @@ class _Lowering:
         return dma.StartOp.create(properties=properties, location=op.location)
 
     def strided(self, value: SSAValue) -> Strided:
-        views = []
-        while isinstance(value.owner, ViewOp):
-            views.append(value.owner)
-            value = value.owner.source
-        space, address = self.buffers[value]
-        type: RefType = value.type
-        shape = list(type.get_shape())
-        strides = list(row_major(shape))
-        offset = 0
-        for view in reversed(views):
-            subscripts = view.subscripts()
-            kept_shape, kept_strides = [], []
-            for (start, size, dropped), stride in zip(
-                subscripts, strides, strict=False
-            ):
-                offset += start * stride
-                if not dropped:
-                    kept_shape.append(size)
-                    kept_strides.append(stride)
-            shape = kept_shape + shape[len(subscripts) :]
-            strides = kept_strides + strides[len(subscripts) :]
-        return space, address + offset * type.dtype.itemsize, shape, strides
+        access = self.accesses(value)
+        space, address = self.buffers[access.root]
+        itemsize = value.type.dtype.itemsize
+        return (
+            space,
+            address + access.offset * itemsize,
+            list(access.shape),
+            list(access.strides),
+        )
 
     def sem_id(self, value: SSAValue) -> int:
-        indices: list[int] = []
-        while isinstance(value.owner, SemIndexOp):
-            indices = list(int_values(value.owner.indices)) + indices
-            value = value.owner.source
-        first = self.sems[value]
-        if not indices:
-            return first
-        strides = row_major(list(value.type.get_shape()))
-        return first + sum(i * s for i, s in zip(indices, strides, strict=False))
+        access = self.accesses(value)
+        return self.sems[access.root] + access.offset
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from copyir.dialects.copy import (
     DmaOp,
     SemaphoreOp,
     SemaphoreType,
+    Subscript,
     ViewOp,
     check_block_indices,
     describe,
@@ -51,9 +52,6 @@ from copyir.dialects.copy import (
     view_result_type,
 )
 from copyir.locations import with_detail
-
-Subscript = tuple[int, int, bool]
-"""(offset, size, dropped), as `ViewOp` takes them."""
 
 
 def window_slices(

@@ -2,8 +2,12 @@
 
 One walk in program order: each op's operands must be defined before it
 (xDSL's own verify does not check dominance), then the op's IRDL constraints
-and its `verify_`. The first error wins and carries the op's location, so
-a user sees one precise error at the line that caused it.
+and its `verify_`, then, for the DMAs, the checks that look through views
+(`verify_accesses`, given one `copyir.access.Accesses` for the whole
+program, as MLIR's `verifySymbolUses` is given one symbol table, so that
+each view is folded once however many DMAs use it). The first error wins
+and carries the op's location, so a user sees one precise error at the line
+that caused it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,16 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
-from copyir.dialects.copy import AllocOp, BufferedRefOp, KernelOp, RefType, describe
+from copyir.access import Accesses
+from copyir.dialects.copy import (
+    AllocOp,
+    BufferedRefOp,
+    DmaOp,
+    KernelOp,
+    RefType,
+    SyncCopyOp,
+    describe,
+)
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
@@ -46,10 +59,12 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
                 loc_of(kernel.location),
             )
         names.add(kernel.kernel_name)
-        _verify_op(kernel, set(), target)
+        _verify_op(kernel, set(), target, Accesses())
 
 
-def _verify_op(op: Operation, defined: set[SSAValue], target: Target) -> None:
+def _verify_op(
+    op: Operation, defined: set[SSAValue], target: Target, accesses: Accesses
+) -> None:
     for operand in op.operands:
         if operand not in defined:
             raise CopyIRError(
@@ -58,6 +73,8 @@ def _verify_op(op: Operation, defined: set[SSAValue], target: Target) -> None:
             )
     try:
         op.verify_()
+        if isinstance(op, DmaOp | SyncCopyOp):
+            op.verify_accesses(accesses)
         _check_capacity(op, target)
     except VerifyException as err:
         raise CopyIRError(str(err), loc_of(op.location)) from None
@@ -72,7 +89,7 @@ def _verify_op(op: Operation, defined: set[SSAValue], target: Target) -> None:
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
                     )
-                _verify_op(child, inner, target)
+                _verify_op(child, inner, target, accesses)
                 inner.update(child.results)
     defined.update(op.results)
 

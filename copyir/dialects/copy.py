@@ -7,7 +7,11 @@ The ops follow the TPU copy helpers of JAX Pallas: `copy.dma` is
 `BufferedRef` and its synchronous copy through one window slot.
 
 Verifiers raise `CopyIRError` (a `ValueError`) with the messages of
-`copyir.errors`; `passes.verify` gives them the op's location. Builders that
+`copyir.errors`; `passes.verify` gives them the op's location. A check that
+looks through chains of views (do a DMA's ends overlap?) is a
+`verify_accesses(accesses)` method rather than part of `verify_`:
+`passes.verify` calls it with one `copyir.access.Accesses` for the whole
+program, so that each view is folded once. Builders that
 a user calls from Python check eagerly; the parsers build ops leniently
 (`Op.create`) so that every semantic error comes from the verifier.
 """
@@ -15,7 +19,8 @@ a user calls from Python check eagerly; the parsers build ops leniently
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import (
     I64,
@@ -64,7 +69,14 @@ from copyir.machine import (
     memory_space,
 )
 
+if TYPE_CHECKING:
+    from copyir.access import Accesses
+
 ACTIONS = ("start", "wait")
+
+Subscript = tuple[int, int, bool]
+"""One subscript of a view: (offset, size, dropped); an index is a dropped
+subscript of size 1."""
 
 
 # --------------------------------------------------------------------------
@@ -402,35 +414,31 @@ def check_dma_types(src: RefType, dst: RefType) -> None:
         raise CopyIRError(errors.SHAPE_MISMATCH)
 
 
-def root_region(value: SSAValue) -> tuple[SSAValue, list[tuple[int, int]]]:
-    """The buffer a ref aliases and the box of it that the ref covers.
-
-    Views are unit-step boxes, so following the chain of views to its root
-    gives one half-open [lo, hi) interval per dimension of the root; a
-    dimension that a view indexed keeps an interval of length 1.
-    """
-    views = []
-    while isinstance(value.owner, ViewOp):
-        views.append(value.owner)
-        value = value.owner.source
-    if not isinstance(value.type, RefType):
-        return value, []
-    box = [(0, d) for d in value.type.get_shape()]
-    visible = list(range(len(box)))
-    for view in reversed(views):
-        subscripts = view.subscripts()[: len(visible)]
-        for axis, (offset, size, _) in zip(visible, subscripts, strict=False):
-            lo = box[axis][0] + offset
-            box[axis] = (lo, lo + size)
-        dropped = {visible[k] for k, (_, _, d) in enumerate(subscripts) if d}
-        visible = [axis for axis in visible if axis not in dropped]
-    return value, box
-
-
-def boxes_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
-    return all(
-        lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=False)
+def types_note(src: SSAValue, dst: SSAValue) -> str:
+    """A note naming both ends of a copy with their types."""
+    return errors.TYPES_NOTE.format(
+        src=describe(src),
+        src_type=describe_type(src.type),
+        dst=describe(dst),
+        dst_type=describe_type(dst.type),
     )
+
+
+def _same_ref_type(src: Attribute, dst: Attribute) -> bool:
+    """Both refs, of one dtype and shape: what a DMA's two ends need."""
+    return (
+        isinstance(src, RefType)
+        and isinstance(dst, RefType)
+        and src.element_type == dst.element_type
+        and src.shape == dst.shape
+    )
+
+
+def check_no_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses) -> None:
+    if accesses.overlap(src, dst):
+        raise CopyIRError(
+            errors.DMA_OVERLAP.format(src=describe(src), dst=describe(dst))
+        )
 
 
 # --------------------------------------------------------------------------
@@ -585,9 +593,7 @@ def _subscript_text(offset: int, size: int, dropped: bool) -> str:
     return str(offset) if dropped else f"{offset}:{offset + size}"
 
 
-def view_result_type(
-    source: Attribute, subscripts: Sequence[tuple[int, int, bool]]
-) -> Attribute:
+def view_result_type(source: Attribute, subscripts: Sequence[Subscript]) -> Attribute:
     """The type of a view; a well-formed placeholder when the view is not.
 
     Parsers build views before verifying them, so an invalid view gets the
@@ -633,7 +639,7 @@ class ViewOp(IRDLOperation):
     def __init__(
         self,
         source: SSAValue,
-        subscripts: Sequence[tuple[int, int, bool]],
+        subscripts: Sequence[Subscript],
         name: str | None = None,
     ):
         super().__init__(
@@ -645,7 +651,7 @@ class ViewOp(IRDLOperation):
 
     @staticmethod
     def subscript_properties(
-        subscripts: Sequence[tuple[int, int, bool]],
+        subscripts: Sequence[Subscript],
     ) -> dict[str, Attribute]:
         return {
             "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
@@ -655,9 +661,9 @@ class ViewOp(IRDLOperation):
             ),
         }
 
-    def subscripts(self) -> list[tuple[int, int, bool]]:
+    def subscripts(self) -> list[Subscript]:
         offsets, sizes = int_values(self.offsets), int_values(self.sizes)
-        dropped = int_values(self.dropped)
+        dropped = set(int_values(self.dropped))
         return [
             (o, s, i in dropped)
             for i, (o, s) in enumerate(zip(offsets, sizes, strict=False))
@@ -790,7 +796,7 @@ def _parse_i64(parser: AttrParser) -> int:
     return value
 
 
-def _parse_subscript(parser: Parser) -> tuple[int, int, bool]:
+def _parse_subscript(parser: Parser) -> Subscript:
     """`5` (an index) or `0:32` (a slice) in the MLIR form of a view."""
     start = _parse_i64(parser)
     if parser.parse_optional_punctuation(":") is None:
@@ -820,6 +826,10 @@ class SemIndexOp(IRDLOperation):
             properties={"indices": i64_array(tuple(indices))},
             result_types=[sem_index_result_type(source.type, len(indices))],
         )
+
+    def subscripts(self) -> list[Subscript]:
+        """The indices as a view's subscripts, each dropping its dimension."""
+        return [(i, 1, True) for i in int_values(self.indices)]
 
     def subscripts_text(self) -> str:
         return f"[{', '.join(str(i) for i in int_values(self.indices))}]"
@@ -953,30 +963,22 @@ class DmaOp(IRDLOperation):
                     raise CopyIRError(errors.WAIT_OPTIONS.format(option=option))
         if self.priority_value not in (0, 1):
             raise CopyIRError(errors.BAD_PRIORITY.format(priority=self.priority_value))
-        check_dma_types(src, dst)
-        check_no_overlap(self.src, self.dst)
+        try:
+            check_dma_types(src, dst)
+        except CopyIRError as err:
+            note = Note(types_note(self.src, self.dst))
+            raise CopyIRError(err.message, notes=(note,)) from None
+
+    def verify_accesses(self, accesses: Accesses) -> None:
+        """A start's source and destination must not overlap. A wait names
+        its descriptor for the byte count only and moves nothing."""
+        if self.is_start:
+            check_no_overlap(self.src, self.dst, accesses)
 
 
 def check_action(action: str) -> None:
     if action not in ACTIONS:
         raise CopyIRError(errors.UNKNOWN_ACTION.format(action=action))
-
-
-def _root(value: SSAValue) -> SSAValue:
-    while isinstance(value.owner, ViewOp):
-        value = value.owner.source
-    return value
-
-
-def check_no_overlap(src: SSAValue, dst: SSAValue) -> None:
-    if _root(src) is not _root(dst):
-        return
-    src_root, src_box = root_region(src)
-    dst_root, dst_box = root_region(dst)
-    if src_root is dst_root and boxes_overlap(src_box, dst_box):
-        raise CopyIRError(
-            errors.DMA_OVERLAP.format(src=describe(src), dst=describe(dst))
-        )
 
 
 @irdl_op_definition
@@ -1046,32 +1048,32 @@ class SyncCopyOp(IRDLOperation):
                     dst=dst_tree.render([describe(v) for v in self.dsts]),
                 )
             )
-        for src, dst in zip(self.srcs, self.dsts, strict=True):
-            s, d = src.type, dst.type
-            if not (
-                isinstance(s, RefType)
-                and isinstance(d, RefType)
-                and s.element_type == d.element_type
-                and s.shape == d.shape
-                and _root(src) is not _root(dst)
-            ):
-                self._check_leaves(src_tree)
+        leaves = zip(self.srcs, self.dsts, strict=True)
+        if not all(_same_ref_type(src.type, dst.type) for src, dst in leaves):
+            self._check_leaves(src_tree)
 
-    def _check_leaves(self, tree: pytree.TreeDef) -> None:
-        """The full checks, leaf by leaf, naming the leaf of the first error."""
+    def verify_accesses(self, accesses: Accesses) -> None:
+        """No leaf's source and destination overlap."""
+        leaves = zip(self.srcs, self.dsts, strict=True)
+        if any(accesses.overlap(src, dst) for src, dst in leaves):
+            self._check_leaves(self.trees()[0], accesses)
+
+    def _check_leaves(
+        self, tree: pytree.TreeDef, accesses: Accesses | None = None
+    ) -> None:
+        """Each leaf's checks in leaf order (with `accesses`, the overlap
+        too), so that the first error names its leaf."""
         for path, src, dst in zip(tree.leaf_paths(), self.srcs, self.dsts, strict=True):
             role = f"leaf {path}" if path else "leaf"
             src_type = expect_ref("sync_copy", f"source {role}", src)
             dst_type = expect_ref("sync_copy", f"destination {role}", dst)
             try:
                 check_dma_types(src_type, dst_type)
-                check_no_overlap(src, dst)
+                if accesses is not None:
+                    check_no_overlap(src, dst, accesses)
             except CopyIRError as err:
-                note = (
-                    f"at {role}: {describe(src)} is {src_type.describe()}, "
-                    f"{describe(dst)} is {dst_type.describe()}"
-                )
-                raise CopyIRError(err.message, notes=(Note(note),)) from None
+                note = Note(f"at {role}: {types_note(src, dst)}")
+                raise CopyIRError(err.message, notes=(note,)) from None
 
     @classmethod
     def parse(cls, parser: Parser) -> SyncCopyOp:
@@ -1138,7 +1140,7 @@ def _print_tree_side(printer: Printer, spec: str, leaves: list[SSAValue]) -> Non
     except CopyIRError:
         tree = None
     if tree is not None and tree.num_leaves == len(leaves):
-        _print_tree(printer, tree, leaves)
+        _print_tree(printer, tree, iter(leaves))
         return
     printer.print_string("spec ")
     printer.print_string_literal(spec)
@@ -1188,10 +1190,12 @@ def _parse_tree(parser: Parser, depth: int = 0) -> object:
     return tuple(children)
 
 
-def _print_tree(printer: Printer, tree: pytree.TreeDef, leaves: list[SSAValue]):
+def _print_tree(
+    printer: Printer, tree: pytree.TreeDef, leaves: Iterator[SSAValue]
+) -> None:
     """Print a pytree of operands, leaves in leaf order: `(%a, {x: %b})`."""
     if tree.kind == "leaf":
-        printer.print_operand(leaves.pop(0))
+        printer.print_operand(next(leaves))
         return
     opening, closing = pytree.BRACKETS[tree.kind]
     printer.print_string(opening)

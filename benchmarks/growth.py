@@ -1,0 +1,279 @@
+"""How each stage's time grows with the program: the time at N, 2N, 4N and 8N.
+
+    python benchmarks/growth.py [CASE ...] [--list] [--seconds S] [--repeat R]
+
+For each case, prints the time at N, 2N, 4N and 8N and the ratio of each
+time to the one before it: 2.0 per doubling is linear growth, 4.0 quadratic.
+The target is at most 2.3 everywhere. N is chosen per case so that fixed
+costs do not hide the growth: doubling from the case's start until the 8N
+run takes at least S seconds (default 1), unless the case fixes N. Each
+time is the best of R runs (default 3), in CPU seconds of this process
+(`time.process_time`), so that other work on the machine disturbs the
+ratios less than it would wall-clock time.
+
+A case is a function registered with `@case(name)`: it takes n, builds a
+program of that size (untimed) and returns the stage to time, a function of
+no arguments. Its docstring's first line is printed as its description.
+Name cases `<stage>-<shape of the program>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import copyir
+from copyir.api import apply_passes, pipeline
+
+Stage = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    prepare: Callable[[int], Stage]
+    """n -> the stage to time, on a program of size n built beforehand."""
+    start: int = 64
+    """Where the search for N starts."""
+    n: int | None = None
+    """A fixed N instead of the search."""
+
+    @property
+    def description(self) -> str:
+        return (self.prepare.__doc__ or "").strip().splitlines()[0]
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(name: str, *, start: int = 64, n: int | None = None):
+    """Register a case: `@case("verify-view-chain")` above its prepare function."""
+
+    def register(prepare: Callable[[int], Stage]) -> Callable[[int], Stage]:
+        CASES[name] = Case(name, prepare, start, n)
+        return prepare
+
+    return register
+
+
+# --------------------------------------------------------------------------
+# Programs
+# --------------------------------------------------------------------------
+
+
+def view_chain(n: int) -> str:
+    """A chain of n views of x, each one row shorter, and n DMA pairs that
+    copy its last view (one row) to VMEM."""
+    lines = [
+        f"kernel chain(x: f32[{n + 1}, 128] @hbm) {{",
+        "  buf = alloc f32[1, 128] @vmem",
+        "  s = semaphore",
+        "  v0 = x[1:]",
+    ]
+    lines += [f"  v{i} = v{i - 1}[1:]" for i in range(1, n)]
+    for _ in range(n):
+        lines.append(f"  copy_start v{n - 1} -> buf, s")
+        lines.append(f"  copy_wait v{n - 1} -> buf, s")
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def view_chain_sync_copies(n: int) -> str:
+    """A chain of n views of x, and n `sync_copy`s of its last view."""
+    lines = [
+        f"kernel chain(x: f32[{n + 1}, 128] @hbm) {{",
+        "  buf = alloc f32[1, 128] @vmem",
+        "  v0 = x[1:]",
+    ]
+    lines += [f"  v{i} = v{i - 1}[1:]" for i in range(1, n)]
+    lines += [f"  sync_copy (v{n - 1},) -> (buf,)" for _ in range(n)]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def many_params(n: int) -> str:
+    """A kernel of n parameters, each copied to VMEM by a DMA pair."""
+    params = ",\n".join(f"    p{i}: f32[8, 128] @hbm" for i in range(n))
+    lines = [f"kernel params(\n{params}\n) {{", "  buf = alloc f32[8, 128] @vmem"]
+    lines.append("  s = semaphore")
+    for i in range(n):
+        lines.append(f"  copy_start p{i} -> buf, s")
+        lines.append(f"  copy_wait p{i} -> buf, s")
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def record_copy(n: int) -> str:
+    """One `sync_copy` of a record of n leaves, rows of x into rows of buf."""
+    src = ", ".join(f"k{i}: x[{i}]" for i in range(n))
+    dst = ", ".join(f"k{i}: buf[{i}]" for i in range(n))
+    return (
+        f"kernel record(x: f32[{n}, 128] @hbm) {{\n"
+        f"  buf = alloc f32[{n}, 128] @vmem\n"
+        f"  sync_copy {{{src}}} -> {{{dst}}}\n}}\n"
+    )
+
+
+def parsed(text: str) -> object:
+    return copyir.parse(text, "growth.cpy")
+
+
+def verified(text: str) -> object:
+    module = parsed(text)
+    copyir.verify(module)
+    return module
+
+
+def lowering(module) -> Stage:
+    """The default pipeline's passes on a verified module."""
+    passes = pipeline()
+    return lambda: apply_passes(module, passes)
+
+
+# --------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------
+
+
+@case("verify-view-chain")
+def _verify_view_chain(n: int) -> Stage:
+    """verify: a chain of N views, its last view copied by N DMA pairs"""
+    module = parsed(view_chain(n))
+    return lambda: copyir.verify(module)
+
+
+@case("verify-view-chain-sync-copy")
+def _verify_view_chain_sync(n: int) -> Stage:
+    """verify: a chain of N views, its last view copied by N sync_copys"""
+    module = parsed(view_chain_sync_copies(n))
+    return lambda: copyir.verify(module)
+
+
+@case("lower-view-chain")
+def _lower_view_chain(n: int) -> Stage:
+    """lower (the passes): a chain of N views, its last view in N DMA pairs"""
+    return lowering(verified(view_chain(n)))
+
+
+@case("parse-verify-params")
+def _parse_verify_params(n: int) -> Stage:
+    """parse + verify: a kernel of N parameters, a DMA pair for each"""
+    text = many_params(n)
+    return lambda: copyir.verify(parsed(text))
+
+
+@case("parse-verify-params-mlir")
+def _parse_verify_params_mlir(n: int) -> Stage:
+    """parse + verify (MLIR form): a kernel of N parameters, a DMA pair each"""
+    text = copyir.to_text(parsed(many_params(n)), "mlir")
+    return lambda: copyir.verify(copyir.parse(text, "growth.mlir"))
+
+
+@case("lower-params")
+def _lower_params(n: int) -> Stage:
+    """lower (the passes): a kernel of N parameters, a DMA pair for each"""
+    return lowering(verified(many_params(n)))
+
+
+@case("parse-verify-record")
+def _parse_verify_record(n: int) -> Stage:
+    """parse + verify: one sync_copy of a record of N leaves"""
+    text = record_copy(n)
+    return lambda: copyir.verify(parsed(text))
+
+
+@case("lower-record")
+def _lower_record(n: int) -> Stage:
+    """lower (the passes): one sync_copy of a record of N leaves"""
+    return lowering(verified(record_copy(n)))
+
+
+@case("print-mlir-record")
+def _print_mlir_record(n: int) -> Stage:
+    """print (MLIR form): one sync_copy of a record of N leaves"""
+    module = parsed(record_copy(n))
+    return lambda: copyir.to_text(module, "mlir")
+
+
+@case("print-cpy-params")
+def _print_cpy_params(n: int) -> Stage:
+    """print (authoring syntax): a kernel of N parameters, a DMA pair each"""
+    module = parsed(many_params(n))
+    return lambda: copyir.to_text(module, "cpy")
+
+
+# --------------------------------------------------------------------------
+# Measuring
+# --------------------------------------------------------------------------
+
+TARGET = 2.3
+MAX_N = 1 << 22
+
+
+def seconds(case: Case, n: int, repeat: int) -> float:
+    """The best of `repeat` runs of the case's stage at size n."""
+    best = float("inf")
+    for _ in range(repeat):
+        stage = case.prepare(n)
+        gc.collect()
+        start = time.process_time()
+        stage()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def choose_n(case: Case, at_least: float) -> int:
+    """The case's N: doubled until the 8N run takes `at_least` seconds."""
+    if case.n is not None:
+        return case.n
+    n = case.start
+    while n < MAX_N and seconds(case, 8 * n, 1) < at_least:
+        n *= 2
+    return n
+
+
+def report(case: Case, at_least: float, repeat: int) -> list[float]:
+    n = choose_n(case, at_least)
+    times = [seconds(case, n << k, repeat) for k in range(4)]
+    ratios = [b / a for a, b in itertools.pairwise(times)]
+    verdict = "ok" if max(ratios) <= TARGET else "OVER"
+    print(
+        f"{case.name:<28} {n:>7,}  "
+        + "  ".join(f"{t:8.3f}" for t in times)
+        + "   "
+        + " ".join(f"{r:4.2f}" for r in ratios)
+        + f"  {verdict}",
+        flush=True,
+    )
+    return ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help="cases to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the cases")
+    parser.add_argument(
+        "--seconds", type=float, default=1.0, help="least time of the 8N run"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size")
+    args = parser.parse_args()
+    if args.list:
+        for name, c in CASES.items():
+            print(f"{name:<28} {c.description}")
+        return
+    unknown = [name for name in args.cases if name not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(unknown)}")
+    chosen = [CASES[name] for name in args.cases or CASES]
+    print(
+        f"CPU seconds at N, 2N, 4N, 8N; ratio per doubling "
+        f"(2.0 linear, 4.0 quadratic; target <= {TARGET})"
+    )
+    print(f"{'case':<28} {'N':>7}  {'N':>8}  {'2N':>8}  {'4N':>8}  {'8N':>8}   ratios")
+    worst = max(max(report(c, args.seconds, args.repeat)) for c in chosen)
+    print(f"worst ratio per doubling: {worst:.2f} (target <= {TARGET})")
+
+
+if __name__ == "__main__":
+    main()

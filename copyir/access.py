@@ -1,0 +1,156 @@
+"""Chains of views folded into accesses of their root buffers.
+
+A view aliases its source, so every ref is a root buffer (a kernel
+parameter or an alloc) seen through a chain of views. Its `Access` says
+which elements of the root it covers: where its first element is, its
+shape, its strides, and the box it spans in the root's coordinates. The
+verifier asks whether the two ends of a DMA overlap and the lowering asks
+for each end's offset and strides; neither walks a chain itself. They ask an
+`Accesses`, which folds each view once, from its source's access, and
+remembers the result for as long as it lives (one verify, one pass run), so
+that a chain of N views used by M DMAs costs O(N + M), not O(N * M).
+
+An index into a semaphore array folds the same way: it is a view that drops
+the dimensions it indexes, and its access's offset is the flat index of the
+semaphore (or of the first one of a sub-array) in its root array.
+
+Loop indices will make view starts, and so accesses, affine in the indices
+of the enclosing loops. Then `offset` and each `box` bound become
+`xdsl.ir.affine.AffineExpr`s of those indices (an `int` is the constant
+case), while `shape`, `strides` and `dims` stay static integers (view sizes
+are static); `Access.view` folds the same way with affine arithmetic, and
+`overlaps` decides over the loop domain. Users take the fields and call the
+methods here rather than computing from views, so they need not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ShapedType
+from xdsl.ir import SSAValue
+
+from copyir.dialects.copy import (
+    RefType,
+    SemaphoreArrayType,
+    SemaphoreType,
+    SemIndexOp,
+    Subscript,
+    ViewOp,
+)
+
+
+@dataclass(frozen=True)
+class Access:
+    """The elements of a root buffer that a ref covers.
+
+    Element (i0, i1, ...) of the ref is element `offset + sum(i_k * strides[k])`
+    of the root, counted in row-major order; `box` gives one half-open
+    interval per root dimension, so a dimension that a view indexed keeps an
+    interval of length 1.
+    """
+
+    root: SSAValue
+    """A kernel parameter, an alloc or a semaphore op's result."""
+    offset: int
+    """The flat element index, in the root, of the ref's first element."""
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    """Per dimension of the ref, in elements of the root."""
+    box: tuple[tuple[int, int], ...]
+    """[lo, hi) per dimension of the root."""
+    dims: tuple[int, ...]
+    """The root dimension that each dimension of the ref runs along."""
+
+    @staticmethod
+    def whole(root: SSAValue, shape: Sequence[int]) -> Access:
+        """All of a root buffer of this shape."""
+        return Access(
+            root,
+            0,
+            tuple(shape),
+            tuple(ShapedType.strides_for_shape(shape)),
+            tuple((0, extent) for extent in shape),
+            tuple(range(len(shape))),
+        )
+
+    def view(self, subscripts: Sequence[Subscript]) -> Access:
+        """The access of a view of this ref; dimensions after the subscripts
+        are kept whole. A subscript beyond the rank (in a view the verifier
+        rejects) is ignored."""
+        offset, box = self.offset, list(self.box)
+        shape, strides, dims = [], [], []
+        for (start, size, dropped), stride, dim in zip(
+            subscripts, self.strides, self.dims, strict=False
+        ):
+            offset += start * stride
+            lo = box[dim][0] + start
+            box[dim] = (lo, lo + size)
+            if not dropped:
+                shape.append(size)
+                strides.append(stride)
+                dims.append(dim)
+        rest = len(subscripts)
+        return Access(
+            self.root,
+            offset,
+            (*shape, *self.shape[rest:]),
+            (*strides, *self.strides[rest:]),
+            tuple(box),
+            (*dims, *self.dims[rest:]),
+        )
+
+    def overlaps(self, other: Access) -> bool:
+        """Whether the two refs share an element."""
+        return self.root is other.root and all(
+            lo1 < hi2 and lo2 < hi1
+            for (lo1, hi1), (lo2, hi2) in zip(self.box, other.box, strict=True)
+        )
+
+
+def _root_shape(value: SSAValue) -> tuple[int, ...] | None:
+    """The shape of a root: a ref's or a semaphore array's, () for one
+    semaphore, None for anything else (such as a BufferedRef)."""
+    type = value.type
+    if isinstance(type, RefType | SemaphoreArrayType):
+        return type.get_shape()
+    if isinstance(type, SemaphoreType):
+        return ()
+    return None
+
+
+class Accesses:
+    """The access of each value asked about, each view folded at most once.
+
+    Valid while the IR it has seen does not change: make one per verify or
+    per pass run. `folded` counts the views folded, the work it has done.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[SSAValue, Access | None] = {}
+        self.folded = 0
+
+    def __call__(self, value: SSAValue) -> Access | None:
+        """The value's access; None when its root is not a ref or semaphore."""
+        chain: list[ViewOp | SemIndexOp] = []
+        while value not in self._known and isinstance(value.owner, ViewOp | SemIndexOp):
+            chain.append(value.owner)
+            value = value.owner.source
+        if value in self._known:
+            access = self._known[value]
+        else:
+            shape = _root_shape(value)
+            access = None if shape is None else Access.whole(value, shape)
+            self._known[value] = access
+        for op in reversed(chain):
+            if access is not None:
+                access = access.view(op.subscripts())
+                self.folded += 1
+            self._known[op.result] = access
+        return access
+
+    def overlap(self, a: SSAValue, b: SSAValue) -> bool:
+        """Whether two refs share an element of one root buffer."""
+        first, second = self(a), self(b)
+        return first is not None and second is not None and first.overlaps(second)

@@ -1,0 +1,45 @@
+"""Notes that help fix an error: did-you-means, and hints for habits that
+users bring from Pallas, Python and MLIR.
+
+A hint is a note beside an error, never a change of its message, so that
+the documented messages stay exact and tests can compare them whole.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+
+from copyir import errors
+from copyir.errors import Note
+
+STATEMENT_WORDS = ("copy_start", "copy_wait", "dma", "sync_copy", "buffered_copy")
+"""The words that start a statement."""
+VALUE_WORDS = ("alloc", "semaphore", "buffered_ref")
+"""The words that start the right-hand side of `name = ...`."""
+
+_HABITS = (
+    (re.compile(r"//"), errors.HINT_COMMENT),
+    (re.compile(r"\.[ \t]*at[ \t]*\["), errors.HINT_AT),
+    (re.compile(r"\b(?:pl[ \t]*\.[ \t]*)?ds[ \t]*\("), errors.HINT_DS),
+)
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> tuple[Note, ...]:
+    """A note naming the candidate closest to `word`, if one is close."""
+    close = difflib.get_close_matches(word, candidates, n=1)
+    return (Note(errors.DID_YOU_MEAN.format(name=close[0])),) if close else ()
+
+
+def habit(text: str, offset: int) -> tuple[Note, ...]:
+    """A hint when the error at `offset` is in a construct of another
+    language: a `//` comment, Pallas' `x.at[...]` or `pl.ds(...)`."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    line = text[start : end if end != -1 else len(text)]
+    column = offset - start
+    for pattern, hint in _HABITS:
+        if any(m.start() <= column < m.end() for m in pattern.finditer(line)):
+            return (Note(hint),)
+    return ()
