@@ -300,6 +300,7 @@ API_TYPE = "{function}() takes {accepted}, not {got}"
 UNKNOWN_FORMAT = "Unknown format {format!r} (expected {formats})"
 DMA_FORM_NEEDS_PROGRAM = (
     "The dma form prints a dma.program; lower the module first (copyir.lower)"
+)
 
 # Notes that help: a mismatch's two types, did-you-means and hints. Notes
 # travel beside a message, which stays exact.
