@@ -204,6 +204,124 @@ def _print_cpy_params(n: int) -> Stage:
 
 
 # --------------------------------------------------------------------------
+# The checking interpreter: streams built as tables
+# --------------------------------------------------------------------------
+
+
+def _stream(buffers, starts, sems: int = 1):
+    """A stream of the given starts (dicts of fields), all started first
+    and then each waited (all in flight at once)."""
+    import numpy as np
+
+    from copyir.stream import START, WAIT, Stream, instruction_dtype
+
+    n = len(starts)
+    table = np.zeros(2 * n, instruction_dtype(2))
+    table["origin"] = -1
+    for row, fields in enumerate(starts):
+        table[row]["op"] = START
+        for key, value in fields.items():
+            table[row][key] = value
+        table[n + row]["op"] = WAIT
+        table[n + row]["sem"] = fields.get("sem", 0)
+        table[n + row]["bytes"] = fields["bytes"]
+    return Stream("growth", "default", sems, buffers, table)
+
+
+def reads_of_one_buffer(n: int):
+    """N DMAs in flight at once, all reading the whole of x, each writing
+    its own row of buf."""
+    from copyir.stream import Buffer
+
+    x = Buffer("x", "hbm", 0, "f32", (128,), True)
+    buf = Buffer("buf", "vmem", 0, "f32", (n, 128), False)
+    common = {"dst_space": 1, "dtype": 9, "rank": 1, "shape": (128, 0)}
+    common |= {"src_strides": (1, 0), "dst_strides": (1, 0), "bytes": 512}
+    return _stream([x, buf], [common | {"dst_address": 512 * i} for i in range(n)])
+
+
+def column_dmas(n: int, sems: int = 1):
+    """N column DMAs of a (64, N) buffer in flight at once: byte spans that
+    all cover the buffer."""
+    from copyir.stream import Buffer
+
+    x = Buffer("x", "hbm", 0, "f32", (64, n), True)
+    buf = Buffer("buf", "vmem", 0, "f32", (64, n), False)
+    common = {"dst_space": 1, "dtype": 9, "rank": 1, "shape": (64, 0)}
+    common |= {"src_strides": (n, 0), "dst_strides": (n, 0), "bytes": 256}
+    starts = [
+        common | {"src_address": 4 * i, "dst_address": 4 * i, "sem": i % sems}
+        for i in range(n)
+    ]
+    return _stream([x, buf], starts, sems)
+
+
+def _checked(stream, mode: str = "random") -> Stage:
+    from copyir.backends.interpreter import Executable
+
+    return lambda: Executable(stream, {"x"}, mode)
+
+
+@case("check-reads-of-one-buffer", start=256)
+def _check_reads(n: int) -> Stage:
+    """check: N DMAs in flight at once, all reading one buffer"""
+    return _checked(reads_of_one_buffer(n))
+
+
+@case("check-column-dmas", start=256)
+def _check_columns(n: int) -> Stage:
+    """check: N column DMAs in flight at once (spans cover the buffer)"""
+    return _checked(column_dmas(n))
+
+
+@case("check-n-semaphores", start=256)
+def _check_semaphores(n: int) -> Stage:
+    """check: N DMAs in flight on N semaphores, each finished by its wait"""
+    return _checked(column_dmas(n, n))
+
+
+@case("check-on-wait", start=256)
+def _check_on_wait(n: int) -> Stage:
+    """check and schedule in on_wait mode: N DMAs pending on one semaphore"""
+    return _checked(column_dmas(n), "on_wait")
+
+
+@case("check-loop", start=1024)
+def _check_loop(n: int) -> Stage:
+    """check: a double-buffered dma.loop of N iterations"""
+    from copyir.stream import read_dma
+
+    block, y = 4096, n * 4096
+    box = "[128, 1]"
+    fetch = (
+        f"hbm {{(d0) -> (d0 * {block} + {block})}} {box} -> "
+        f"vmem {{(d0) -> (((d0 + 1) mod 2) * {block})}} {box} f32 [8, 128] "
+        f"sem {{(d0) -> ((d0 + 1) mod 2)}} if {{(d0) : ({n - 2} - d0 >= 0)}}"
+    )
+    back = (
+        f"vmem {{(d0) -> ((d0 mod 2) * {block})}} {box} -> "
+        f"hbm {{(d0) -> (d0 * {block} + {y})}} {box} f32 [8, 128] "
+        "sem {(d0) -> (d0 mod 2 + 2)}"
+    )
+    lines = [
+        'dma.program "db" target "default" semaphores 4 {',
+        f'  dma.buffer "x" "hbm" 0 f32 [{8 * n}, 128] param',
+        f'  dma.buffer "y" "hbm" {y} f32 [{8 * n}, 128] param',
+        '  dma.buffer "buf" "vmem" 0 f32 [2, 8, 128]',
+        f"  dma.start hbm 0 {box} -> vmem 0 {box} f32 [8, 128] sem 0",
+        f'  dma.loop "i" {n} {{',
+        f"    dma.start {fetch}",
+        f"    dma.wait sem {{(d0) -> (d0 mod 2)}} bytes {block}",
+        f"    dma.start {back}",
+        f"    dma.wait sem {{(d0) -> (d0 mod 2 + 2)}} bytes {block}",
+        "  }",
+        "}",
+    ]
+    text = "\n".join(lines).replace(" hbm ", ' "hbm" ').replace(" vmem ", ' "vmem" ')
+    return _checked(read_dma(text, "db.dma"))
+
+
+# --------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------
 
