@@ -108,7 +108,7 @@ class CopyReference(InterpreterFunctions):
 
     @impl(BufferedCopyOp)
     def run_buffered_copy(self, interpreter: Interpreter, op: BufferedCopyOp, args):
-        src, dst = args
+        src, dst = args[:2]
         window, array = (dst, src) if op.copy_in else (src, dst)
         type: BufferedRefType = op.bref.type
         indices = op.block_indices or (0,) * len(type.get_shape())

@@ -427,6 +427,7 @@ class _Builder:
         properties = BufferedCopyOp.index_properties(
             src_indices, dst_indices, options.get("slot", 0)
         )
+        properties["operandSegmentSizes"] = BufferedCopyOp.segments(0, False, False)
         self.emit(BufferedCopyOp, [src_value, dst_value], (), properties)
 
     # -- pieces ------------------------------------------------------------

@@ -171,6 +171,9 @@ ELEMENT_INDEX_OUT_OF_BOUNDS = (
     "(size {extent})"
 )
 SLOT_OUT_OF_RANGE = "Slot {slot} is out of range for {bref} with {buffers} buffers"
+SYNC_WINDOW_SEMAPHORE = (
+    "A synchronous buffered_copy takes no semaphore: start and wait it to give one"
+)
 WINDOWED_ARRAY_MISMATCH = "buffered_copy: {name} is {type}, but {bref} windows {array}"
 
 # Syntax and input.

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
+    IndexType,
     IntAttr,
     IntegerAttr,
     StringAttr,
@@ -47,6 +48,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -59,7 +61,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
 from copyir import errors, pytree
-from copyir.attributes import i64_array, int_values
+from copyir.attributes import i64_array, int_values, segment_sizes
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
 from copyir.errors import CopyIRError, Note
 from copyir.locations import loc_of
@@ -77,6 +79,10 @@ ACTIONS = ("start", "wait")
 Subscript = tuple[int, int, bool]
 """One subscript of a view: (offset, size, dropped); an index is a dropped
 subscript of size 1."""
+DYNAMIC = -(2**63)
+"""In a view's offsets (or an index list): this one is the next of the op's
+dynamic operands, an index value computed from loop indices, as
+`memref.subview` marks its dynamic offsets."""
 
 
 # --------------------------------------------------------------------------
@@ -589,7 +595,10 @@ class SemaphoreOp(IRDLOperation):
             )
 
 
-def _subscript_text(offset: int, size: int, dropped: bool) -> str:
+def _subscript_text(offset: int | SSAValue, size: int, dropped: bool) -> str:
+    if isinstance(offset, SSAValue):
+        name = describe(offset)
+        return name if dropped else f"ds({name}, {size})"
     return str(offset) if dropped else f"{offset}:{offset + size}"
 
 
@@ -631,6 +640,7 @@ class ViewOp(IRDLOperation):
     name = "copy.view"
 
     source = operand_def()
+    dynamic_offsets = var_operand_def(IndexType)
     offsets = prop_def(DenseArrayBase[I64])
     sizes = prop_def(DenseArrayBase[I64])
     dropped = prop_def(DenseArrayBase[I64])
@@ -641,13 +651,21 @@ class ViewOp(IRDLOperation):
         source: SSAValue,
         subscripts: Sequence[Subscript],
         name: str | None = None,
+        dynamic: Sequence[SSAValue] = (),
     ):
         super().__init__(
-            operands=[source],
+            operands=[source, dynamic],
             properties=self.subscript_properties(subscripts),
             result_types=[view_result_type(source.type, subscripts)],
         )
         set_name(self.result, name)
+
+    def starts(self) -> list[int | SSAValue]:
+        """Each subscript's start: an integer, or the index value it takes."""
+        dynamic = iter(self.dynamic_offsets)
+        return [
+            next(dynamic, None) if o == DYNAMIC else o for o in int_values(self.offsets)
+        ]
 
     @staticmethod
     def subscript_properties(
@@ -670,7 +688,15 @@ class ViewOp(IRDLOperation):
         ]
 
     def subscripts_text(self) -> str:
-        return f"[{', '.join(_subscript_text(*s) for s in self.subscripts())}]"
+        return f"[{', '.join(self._subscript_texts())}]"
+
+    def _subscript_texts(self) -> list[str]:
+        return [
+            _subscript_text(start, size, dropped)
+            for start, (_, size, dropped) in zip(
+                self.starts(), self.subscripts(), strict=True
+            )
+        ]
 
     def expression(self) -> str:
         return describe(self.source) + self.subscripts_text()
@@ -678,6 +704,13 @@ class ViewOp(IRDLOperation):
     def verify_(self) -> None:
         source = expect_ref("a view", "source", self.source)
         offsets, sizes = int_values(self.offsets), int_values(self.sizes)
+        if offsets.count(DYNAMIC) != len(self.dynamic_offsets):
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=describe(self.source),
+                    why="its dynamic offsets and operands disagree",
+                )
+            )
         if len(offsets) != len(sizes) or any(
             not 0 <= d < len(offsets) for d in int_values(self.dropped)
         ):
@@ -705,7 +738,10 @@ class ViewOp(IRDLOperation):
                         why="an indexed dimension must have size 1",
                     )
                 )
-            if offset < 0 or size < 1 or offset + size > extent:
+            if offset == DYNAMIC:  # checked over the loops' domain
+                if size < 1 or size > extent:
+                    _subscript_error(self, dim, extent, 0, size, indexed)
+            elif offset < 0 or size < 1 or offset + size > extent:
                 _subscript_error(self, dim, extent, offset, size, indexed)
             if not indexed:
                 kept.append(size)
@@ -727,13 +763,17 @@ class ViewOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> ViewOp:
         source = parser.parse_unresolved_operand()
+        dynamic: list[UnresolvedOperand] = []
         subscripts = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: _parse_subscript(parser)
+            parser.Delimiter.SQUARE, lambda: _parse_subscript(parser, dynamic)
         )
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
         return cls.build(
-            operands=[parser.resolve_operand(source, source_type)],
+            operands=[
+                parser.resolve_operand(source, source_type),
+                [parser.resolve_operand(d, IndexType()) for d in dynamic],
+            ],
             properties=cls.subscript_properties(subscripts),
             result_types=[view_result_type(source_type, subscripts)],
         )
@@ -741,8 +781,22 @@ class ViewOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.source)
-        inner = ", ".join(_subscript_text(*s) for s in self.subscripts())
-        printer.print_string(f"[{inner}] : ")
+        printer.print_string("[")
+        for k, (start, (_, size, dropped)) in enumerate(
+            zip(self.starts(), self.subscripts(), strict=True)
+        ):
+            if k:
+                printer.print_string(", ")
+            if isinstance(start, SSAValue):
+                if dropped:
+                    printer.print_operand(start)
+                else:
+                    printer.print_string("ds(")
+                    printer.print_operand(start)
+                    printer.print_string(f", {size})")
+            else:
+                printer.print_string(_subscript_text(start, size, dropped))
+        printer.print_string("] : ")
         printer.print_attribute(self.source.type)
 
 
@@ -796,8 +850,23 @@ def _parse_i64(parser: AttrParser) -> int:
     return value
 
 
-def _parse_subscript(parser: Parser) -> Subscript:
-    """`5` (an index) or `0:32` (a slice) in the MLIR form of a view."""
+def _parse_subscript(
+    parser: Parser, dynamic: list[UnresolvedOperand] | None = None
+) -> Subscript:
+    """`5` (an index), `0:32` (a slice), `%i` or `ds(%o, 8)` (a dynamic index
+    or slice) in the MLIR form of a view; dynamic ones join `dynamic`."""
+    if dynamic is not None:
+        operand = parser.parse_optional_unresolved_operand()
+        if operand is not None:
+            dynamic.append(operand)
+            return (DYNAMIC, 1, True)
+        if parser.parse_optional_keyword("ds") is not None:
+            parser.parse_punctuation("(")
+            dynamic.append(parser.parse_unresolved_operand())
+            parser.parse_punctuation(",")
+            size = _parse_i64(parser)
+            parser.parse_punctuation(")")
+            return (DYNAMIC, size, False)
     start = _parse_i64(parser)
     if parser.parse_optional_punctuation(":") is None:
         return (start, 1, True)
@@ -817,12 +886,18 @@ class SemIndexOp(IRDLOperation):
     name = "copy.sem_index"
 
     source = operand_def()
+    dynamic_indices = var_operand_def(IndexType)
     indices = prop_def(DenseArrayBase[I64])
     result = result_def()
 
-    def __init__(self, source: SSAValue, indices: Sequence[int]):
+    def __init__(
+        self,
+        source: SSAValue,
+        indices: Sequence[int],
+        dynamic: Sequence[SSAValue] = (),
+    ):
         super().__init__(
-            operands=[source],
+            operands=[source, dynamic],
             properties={"indices": i64_array(tuple(indices))},
             result_types=[sem_index_result_type(source.type, len(indices))],
         )
@@ -831,8 +906,15 @@ class SemIndexOp(IRDLOperation):
         """The indices as a view's subscripts, each dropping its dimension."""
         return [(i, 1, True) for i in int_values(self.indices)]
 
+    def starts(self) -> list[int | SSAValue]:
+        """Each index: an integer, or the index value it takes."""
+        dynamic = iter(self.dynamic_indices)
+        return [
+            next(dynamic, None) if i == DYNAMIC else i for i in int_values(self.indices)
+        ]
+
     def subscripts_text(self) -> str:
-        return f"[{', '.join(str(i) for i in int_values(self.indices))}]"
+        return f"[{', '.join(_subscript_text(i, 1, True) for i in self.starts())}]"
 
     def expression(self) -> str:
         return describe(self.source) + self.subscripts_text()
@@ -847,8 +929,15 @@ class SemIndexOp(IRDLOperation):
                     name=describe(self.source), rank=len(shape), count=len(indices)
                 )
             )
+        if list(indices).count(DYNAMIC) != len(self.dynamic_indices):
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=describe(self.source),
+                    why="its dynamic indices and operands disagree",
+                )
+            )
         for dim, index in enumerate(indices):
-            if not 0 <= index < shape[dim]:
+            if index != DYNAMIC and not 0 <= index < shape[dim]:
                 _subscript_error(self, dim, shape[dim], index, 1, True)
         expected = sem_index_result_type(type, len(indices))
         if self.result.type != expected:
@@ -862,13 +951,23 @@ class SemIndexOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> SemIndexOp:
         source = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: _parse_i64(parser)
-        )
+        dynamic: list[UnresolvedOperand] = []
+
+        def index() -> int:
+            operand = parser.parse_optional_unresolved_operand()
+            if operand is None:
+                return _parse_i64(parser)
+            dynamic.append(operand)
+            return DYNAMIC
+
+        indices = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, index)
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
         return cls.build(
-            operands=[parser.resolve_operand(source, source_type)],
+            operands=[
+                parser.resolve_operand(source, source_type),
+                [parser.resolve_operand(d, IndexType()) for d in dynamic],
+            ],
             properties={"indices": i64_array(tuple(indices))},
             result_types=[sem_index_result_type(source_type, len(indices))],
         )
@@ -876,8 +975,16 @@ class SemIndexOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.source)
-        inner = ", ".join(str(i) for i in self.indices.get_values())
-        printer.print_string(f"[{inner}] : ")
+        printer.print_string("[")
+        printer.print_list(
+            self.starts(),
+            lambda i: (
+                printer.print_operand(i)
+                if isinstance(i, SSAValue)
+                else printer.print_string(str(i))
+            ),
+        )
+        printer.print_string("] : ")
         printer.print_attribute(self.source.type)
 
 
@@ -1263,37 +1370,68 @@ def _block_text(block: Sequence[BlockDimAttr]) -> str:
 
 @irdl_op_definition
 class BufferedCopyOp(IRDLOperation):
-    """Synchronously copy between a plain ref and one window slot.
+    """Copy between a plain ref and one window slot of a BufferedRef.
 
     `copy.buffered_copy %x -> %bx[7, 2] slot 0 : !copy.ref<...> -> !copy.buffered<...>`
     copies block (7, 2) of x into slot 0 of bx's window (copy-in); with the
-    BufferedRef as the source it copies out. Block indices are written on
-    the BufferedRef's side; the syntax accepts them on either side so that
-    a copy with zero or two BufferedRefs reaches the verifier.
+    BufferedRef as the source it copies out. Block indices and the slot may
+    be index values (`%bx[%i, 2] slot %s`). Without an action the copy is
+    synchronous; `"start" ... sem %s` starts it on a semaphore the user
+    gives and `"wait" ...` waits for it, so a prefetching loop can overlap
+    windows (Pallas' `BufferedRef.copy_in` / `wait_in`). Block indices are
+    written on the BufferedRef's side; the syntax accepts them on either
+    side so that a copy with zero or two BufferedRefs reaches the verifier.
     """
 
     name = "copy.buffered_copy"
 
     src = operand_def()
     dst = operand_def()
+    dynamic_indices = var_operand_def(IndexType)
+    dynamic_slot = opt_operand_def(IndexType)
+    sem = opt_operand_def()
     src_indices = opt_prop_def(DenseArrayBase[I64])
     dst_indices = opt_prop_def(DenseArrayBase[I64])
     slot = opt_prop_def(IntegerAttr[I64])
+    action = opt_prop_def(StringAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(
         self,
         src: SSAValue,
         dst: SSAValue,
-        indices: Sequence[int] | None = None,
+        indices: Sequence[int | SSAValue] | None = None,
         *,
-        slot: int = 0,
+        slot: int | SSAValue = 0,
+        action: str | None = None,
+        sem: SSAValue | None = None,
     ):
+        if action is not None:
+            check_action(action)
         on_src = isinstance(src.type, BufferedRefType)
+        static = (
+            None
+            if indices is None
+            else [DYNAMIC if isinstance(i, SSAValue) else i for i in indices]
+        )
+        dynamic = [i for i in indices or () if isinstance(i, SSAValue)]
+        properties = self.index_properties(
+            static if on_src else None,
+            None if on_src else static,
+            slot if isinstance(slot, int) else 0,
+        )
+        if action is not None:
+            properties["action"] = StringAttr(action)
         super().__init__(
-            operands=[src, dst],
-            properties=self.index_properties(
-                indices if on_src else None, None if on_src else indices, slot
-            ),
+            operands=[
+                src,
+                dst,
+                dynamic,
+                [slot] if isinstance(slot, SSAValue) else [],
+                [sem] if sem is not None else [],
+            ],
+            properties=properties,
         )
 
     @staticmethod
@@ -1311,6 +1449,12 @@ class BufferedCopyOp(IRDLOperation):
             properties["slot"] = IntegerAttr(slot, i64)
         return properties
 
+    @staticmethod
+    def segments(indices: int, slot: bool, sem: bool) -> DenseArrayBase:
+        """`operandSegmentSizes` for `create`: src, dst, the dynamic block
+        indices, the dynamic slot and the semaphore."""
+        return segment_sizes((1, 1, indices, int(slot), int(sem)))
+
     @property
     def copy_in(self) -> bool:
         """True when the BufferedRef is the destination."""
@@ -1325,15 +1469,34 @@ class BufferedCopyOp(IRDLOperation):
         return self.src if self.copy_in else self.dst
 
     @property
-    def slot_value(self) -> int:
+    def slot_value(self) -> int | SSAValue:
+        """The slot: an integer, or the index value it takes."""
+        if self.dynamic_slot is not None:
+            return self.dynamic_slot
         return self.slot.value.data if self.slot is not None else 0
 
     @property
-    def block_indices(self) -> tuple[int, ...] | None:
+    def action_value(self) -> str | None:
+        """`start` or `wait` for an asynchronous copy; None for a synchronous one."""
+        return None if self.action is None else self.action.data
+
+    @property
+    def block_indices(self) -> tuple[int | SSAValue, ...] | None:
+        """The block indices: integers, or the index values they take."""
         attr = self.dst_indices if self.copy_in else self.src_indices
-        return None if attr is None else tuple(attr.get_values())
+        if attr is None:
+            return None
+        dynamic = iter(self.dynamic_indices)
+        return tuple(
+            next(dynamic, None) if i == DYNAMIC else i for i in attr.get_values()
+        )
 
     def verify_(self) -> None:
+        if self.action is not None:
+            check_action(self.action.data)
+            expect_semaphore(f"buffered_copy {self.action.data}", "sem", self.sem)
+        elif self.sem is not None:
+            raise CopyIRError(errors.SYNC_WINDOW_SEMAPHORE)
         src_is, dst_is = (
             isinstance(v.type, BufferedRefType) for v in (self.src, self.dst)
         )
@@ -1368,49 +1531,94 @@ class BufferedCopyOp(IRDLOperation):
             if not type.is_trivial_windowing:
                 raise CopyIRError(errors.MISSING_BLOCK_INDICES.format(bref=bref_name))
         else:
+            if None in indices:
+                raise CopyIRError(
+                    errors.MALFORMED_VIEW.format(
+                        name=bref_name, why="its dynamic indices and operands disagree"
+                    )
+                )
             check_block_indices(bref_name, type, indices)
-        if not 0 <= self.slot_value < type.buffers.data:
+        slot = self.slot_value
+        if isinstance(slot, int) and not 0 <= slot < type.buffers.data:
             raise CopyIRError(
                 errors.SLOT_OUT_OF_RANGE.format(
-                    slot=self.slot_value, bref=bref_name, buffers=type.buffers.data
+                    slot=slot, bref=bref_name, buffers=type.buffers.data
                 )
             )
 
     @classmethod
     def parse(cls, parser: Parser) -> BufferedCopyOp:
+        action = parser.parse_optional_str_literal()
+        dynamic: list[UnresolvedOperand] = []
         src = parser.parse_unresolved_operand()
-        src_indices = _parse_optional_indices(parser)
+        src_indices = _parse_optional_indices(parser, dynamic)
         parser.parse_punctuation("->")
         dst = parser.parse_unresolved_operand()
-        dst_indices = _parse_optional_indices(parser)
-        slot = 0
+        dst_indices = _parse_optional_indices(parser, dynamic)
+        slot, slot_operand = 0, None
         if parser.parse_optional_keyword("slot") is not None:
-            slot = _parse_i64(parser)
+            slot_operand = parser.parse_optional_unresolved_operand()
+            if slot_operand is None:
+                slot = _parse_i64(parser)
+        sem = None
+        if parser.parse_optional_keyword("sem") is not None:
+            sem = parser.parse_unresolved_operand()
         parser.parse_punctuation(":")
         src_type = parser.parse_type()
         parser.parse_punctuation("->")
         dst_type = parser.parse_type()
-        return cls.build(
+        sem_type = None
+        if sem is not None:
+            parser.parse_punctuation(",")
+            sem_type = parser.parse_type()
+        properties = cls.index_properties(src_indices, dst_indices, slot)
+        if action is not None:
+            properties["action"] = StringAttr(action)
+        properties["operandSegmentSizes"] = cls.segments(
+            len(dynamic), slot_operand is not None, sem is not None
+        )
+        index = IndexType()
+        return cls.create(
             operands=[
                 parser.resolve_operand(src, src_type),
                 parser.resolve_operand(dst, dst_type),
+                *(parser.resolve_operand(d, index) for d in dynamic),
+                *(
+                    [parser.resolve_operand(slot_operand, index)]
+                    if slot_operand
+                    else []
+                ),
+                *([parser.resolve_operand(sem, sem_type)] if sem is not None else []),
             ],
-            properties=cls.index_properties(src_indices, dst_indices, slot),
+            properties=properties,
         )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
+        if self.action is not None:
+            printer.print_string_literal(self.action.data)
+            printer.print_string(" ")
         printer.print_operand(self.src)
-        _print_optional_indices(printer, self.src_indices)
+        dynamic = iter(self.dynamic_indices)
+        _print_optional_indices(printer, self.src_indices, dynamic)
         printer.print_string(" -> ")
         printer.print_operand(self.dst)
-        _print_optional_indices(printer, self.dst_indices)
-        if self.slot is not None:
-            printer.print_string(f" slot {self.slot_value}")
+        _print_optional_indices(printer, self.dst_indices, dynamic)
+        if self.dynamic_slot is not None:
+            printer.print_string(" slot ")
+            printer.print_operand(self.dynamic_slot)
+        elif self.slot is not None:
+            printer.print_string(f" slot {self.slot.value.data}")
+        if self.sem is not None:
+            printer.print_string(" sem ")
+            printer.print_operand(self.sem)
         printer.print_string(" : ")
         printer.print_attribute(self.src.type)
         printer.print_string(" -> ")
         printer.print_attribute(self.dst.type)
+        if self.sem is not None:
+            printer.print_string(", ")
+            printer.print_attribute(self.sem.type)
 
 
 def check_block_indices(
@@ -1447,21 +1655,43 @@ def check_block_indices(
             )
 
 
-def _parse_optional_indices(parser: Parser) -> list[int] | None:
+def _parse_optional_indices(
+    parser: Parser, dynamic: list[UnresolvedOperand]
+) -> list[int] | None:
+    """`[7, %i]`: integers and index values (which join `dynamic`)."""
     if parser.parse_optional_punctuation("[") is None:
         return None
     if parser.parse_optional_punctuation("]") is not None:
         return []
-    indices = [_parse_i64(parser)]
+
+    def index() -> int:
+        operand = parser.parse_optional_unresolved_operand()
+        if operand is None:
+            return _parse_i64(parser)
+        dynamic.append(operand)
+        return DYNAMIC
+
+    indices = [index()]
     while parser.parse_optional_punctuation(",") is not None:
-        indices.append(_parse_i64(parser))
+        indices.append(index())
     parser.parse_punctuation("]")
     return indices
 
 
-def _print_optional_indices(printer: Printer, attr: DenseArrayBase | None) -> None:
-    if attr is not None:
-        printer.print_string(f"[{', '.join(str(i) for i in attr.get_values())}]")
+def _print_optional_indices(
+    printer: Printer, attr: DenseArrayBase | None, dynamic: Iterator[SSAValue]
+) -> None:
+    if attr is None:
+        return
+    printer.print_string("[")
+    for k, i in enumerate(attr.get_values()):
+        if k:
+            printer.print_string(", ")
+        if i == DYNAMIC:
+            printer.print_operand(next(dynamic))
+        else:
+            printer.print_string(str(i))
+    printer.print_string("]")
 
 
 Copy = Dialect(
