@@ -134,6 +134,51 @@ def literal_value(literal: Literal, dtype: np.dtype):
     return np.asarray(float(literal.text), dtype)
 
 
+def check(text: str, dtype, inputs: int) -> Expression:
+    """The expression of a computation into `dtype` (a `copyir.dtypes.DType`)
+    over `inputs` operands, or the verifier's error: literals must fit the
+    dtype, `/` is for floats, operands must exist."""
+    from copyir import errors
+    from copyir.errors import CopyIRError
+
+    try:
+        expression = parse(text)
+    except ValueError as err:
+        raise CopyIRError(errors.COMPUTE_MALFORMED.format(why=err)) from None
+    numpy = dtype.numpy
+    floating = np.issubdtype(numpy, np.floating) or dtype.name == "bf16"
+    for node in _nodes(expression):
+        if isinstance(node, Operand) and not 0 <= node.index < inputs:
+            raise CopyIRError(
+                errors.COMPUTE_MALFORMED.format(why=f"no operand ${node.index}")
+            )
+        if isinstance(node, Apply) and node.operation == "div" and not floating:
+            raise CopyIRError(errors.COMPUTE_INT_DIVISION.format(dtype=dtype.name))
+        if isinstance(node, Literal):
+            if node.is_float and not floating:
+                raise CopyIRError(
+                    errors.COMPUTE_FLOAT_LITERAL.format(
+                        literal=node.text, dtype=dtype.name
+                    )
+                )
+            try:
+                literal_value(node, numpy)
+            except (ValueError, OverflowError):
+                raise CopyIRError(
+                    errors.COMPUTE_LITERAL_RANGE.format(
+                        literal=node.text, dtype=dtype.name
+                    )
+                ) from None
+    return expression
+
+
+def _nodes(expression: Expression):
+    yield expression
+    if isinstance(expression, Apply):
+        for arg in expression.args:
+            yield from _nodes(arg)
+
+
 _UFUNCS = {
     "add": np.add,
     "sub": np.subtract,

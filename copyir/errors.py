@@ -176,6 +176,31 @@ SYNC_WINDOW_SEMAPHORE = (
 )
 WINDOWED_ARRAY_MISMATCH = "buffered_copy: {name} is {type}, but {bref} windows {array}"
 
+# Loops, index values, conditions and computations.
+# Verbatim from Pallas:
+GRID_NOT_POSITIVE = (
+    "All elements in the grid must be strictly positive, but got grid={grid}"
+)
+EMPTY_LOOP = (
+    "Loop {name} over range({lower}, {upper}) runs {count} times: a loop runs "
+    "at least once"
+)
+MALFORMED_LOOP = "Malformed loop: {why}"
+MALFORMED_INDEX = "Malformed index value: {why}"
+HBM_LOAD = "Loads are only allowed on VMEM and SMEM references."  # Pallas
+HBM_STORE = "Loads and stores are only allowed on VMEM and SMEM references."  # Pallas
+SMEM_LOAD = "Can only load scalars from SMEM"  # Pallas
+SMEM_STORE = "Can only store scalars to SMEM"  # Pallas
+VMEM_SCALAR_STORE = "Cannot store scalars to VMEM"  # Pallas
+COMPUTE_DTYPE = "Computation input {name} is {type}, but its destination is {dst}"
+COMPUTE_SHAPE = (
+    "Computation input {name} is {type}, not of its destination's shape ({dst})"
+)
+COMPUTE_FLOAT_LITERAL = "Float literal {literal} for an integer destination of {dtype}"
+COMPUTE_LITERAL_RANGE = "Literal {literal} does not fit the destination's {dtype}"
+COMPUTE_INT_DIVISION = "/ is for floats; the destination is {dtype}"
+COMPUTE_MALFORMED = "Malformed computation: {why}"
+
 # Syntax and input.
 SYNTAX = "{what}"
 UNKNOWN_OPTION = "Unknown option {option} for {stmt} (expected {known})"

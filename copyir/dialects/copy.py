@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import (
     I64,
+    AffineMapAttr,
+    AffineSetAttr,
     ArrayAttr,
     DenseArrayBase,
     IndexType,
@@ -216,6 +218,24 @@ class SemaphoreArrayType(ParametrizedAttribute, TypeAttribute):
             printer.print_string("x".join(str(d) for d in self.get_shape()))
 
 
+@irdl_attr_definition
+class DescriptorType(ParametrizedAttribute, TypeAttribute):
+    """A copy descriptor, `!copy.descriptor`: the (src, dst, sem) of
+    `pltpu.make_async_copy`, as evaluated where it is made."""
+
+    name = "copy.descriptor"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        return []
+
+    def describe(self) -> str:
+        return "a copy descriptor"
+
+
+DESCRIPTOR = DescriptorType()
+
+
 BLOCKED, ELEMENT, SQUEEZED = "blocked", "element", "squeezed"
 BLOCK_KINDS = (BLOCKED, ELEMENT, SQUEEZED)
 
@@ -367,7 +387,10 @@ def set_name(value: SSAValue, name: str | None) -> None:
 
 def describe_type(type: Attribute) -> str:
     """A type as the authoring syntax and the messages spell it."""
-    if isinstance(type, RefType | SemaphoreType | SemaphoreArrayType | BufferedRefType):
+    if isinstance(
+        type,
+        RefType | SemaphoreType | SemaphoreArrayType | BufferedRefType | DescriptorType,
+    ):
         return type.describe()
     return str(type)
 
@@ -1694,6 +1717,377 @@ def _print_optional_indices(
     printer.print_string("]")
 
 
+# --------------------------------------------------------------------------
+# Loops, conditions, index values, descriptors and computations
+# --------------------------------------------------------------------------
+
+
+def _parse_index_operands(parser: Parser) -> list[SSAValue]:
+    """`(%i, %j)`: index values."""
+    operands = parser.parse_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    )
+    return [parser.resolve_operand(o, IndexType()) for o in operands]
+
+
+def _print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
+    printer.print_string("(")
+    printer.print_list(operands, printer.print_operand)
+    printer.print_string(")")
+
+
+@irdl_op_definition
+class ForOp(IRDLOperation):
+    """A counted loop, or a grid of them: `copy.for %i in range(0, 8) {...}`,
+    `copy.for %i, %j in grid(8, 3) {...}` (row-major, the last index
+    fastest, as Pallas walks a grid).
+
+    The body's arguments are the indices. `parallel` lists the dimensions
+    whose iterations do not depend on each other (a grid's parallel
+    dimension semantics), which the interpreter may run in any order.
+    """
+
+    name = "copy.for"
+
+    lower = prop_def(DenseArrayBase[I64])
+    upper = prop_def(DenseArrayBase[I64])
+    grid = opt_prop_def(UnitAttr)
+    parallel = opt_prop_def(DenseArrayBase[I64])
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    @property
+    def indices(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args)
+
+    @property
+    def bounds(self) -> list[tuple[int, int]]:
+        return list(zip(int_values(self.lower), int_values(self.upper), strict=False))
+
+    @property
+    def parallel_dims(self) -> tuple[int, ...]:
+        return () if self.parallel is None else int_values(self.parallel)
+
+    def verify_(self) -> None:
+        lower, upper = int_values(self.lower), int_values(self.upper)
+        args = self.body.block.args
+        if len(lower) != len(upper) or len(args) != len(lower) or not lower:
+            raise CopyIRError(
+                errors.MALFORMED_LOOP.format(
+                    why="its bounds and indices disagree in number"
+                )
+            )
+        if any(not isinstance(a.type, IndexType) for a in args):
+            raise CopyIRError(
+                errors.MALFORMED_LOOP.format(why="its indices are not index values")
+            )
+        if self.grid is not None:
+            if any(upper[d] < 1 or lower[d] for d in range(len(upper))):
+                grid = ", ".join(map(str, upper)) + ("," if len(upper) == 1 else "")
+                raise CopyIRError(errors.GRID_NOT_POSITIVE.format(grid=f"({grid})"))
+        else:
+            for arg, lo, hi in zip(args, lower, upper, strict=True):
+                if hi <= lo:
+                    raise CopyIRError(
+                        errors.EMPTY_LOOP.format(
+                            name=describe(arg), lower=lo, upper=hi, count=hi - lo
+                        )
+                    )
+        if any(not 0 <= d < len(upper) for d in self.parallel_dims):
+            raise CopyIRError(
+                errors.MALFORMED_LOOP.format(why="a parallel dimension out of range")
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForOp:
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, lambda: parser.parse_argument(expect_type=False)
+        )
+        parser.parse_keyword("in")
+        properties: dict[str, Attribute] = {}
+        if parser.parse_optional_keyword("grid") is not None:
+            upper = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: _parse_i64(parser)
+            )
+            lower = [0] * len(upper)
+            properties["grid"] = UnitAttr()
+        else:
+            parser.parse_keyword("range")
+            parser.parse_punctuation("(")
+            lower = [_parse_i64(parser)]
+            parser.parse_punctuation(",")
+            upper = [_parse_i64(parser)]
+            parser.parse_punctuation(")")
+        if parser.parse_optional_keyword("parallel") is not None:
+            parallel = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: _parse_i64(parser)
+            )
+            properties["parallel"] = i64_array(tuple(parallel))
+        properties["lower"] = i64_array(tuple(lower))
+        properties["upper"] = i64_array(tuple(upper))
+        args = [name.resolve(IndexType()) for name in names]
+        body = parser.parse_region(args)
+        return cls.create(properties=properties, regions=[body])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.body.block.args, printer.print_operand)
+        lower, upper = int_values(self.lower), int_values(self.upper)
+        if self.grid is not None:
+            printer.print_string(f" in grid({', '.join(map(str, upper))})")
+        else:
+            printer.print_string(f" in range({lower[0]}, {upper[0]})")
+        if self.parallel is not None:
+            printer.print_string(
+                f" parallel [{', '.join(map(str, self.parallel_dims))}]"
+            )
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+@irdl_op_definition
+class IndexOp(IRDLOperation):
+    """An index value, affine in others: `%slot = copy.index
+    affine_map<(d0) -> (d0 mod 2)>(%i)`, dimension k being operand k."""
+
+    name = "copy.index"
+
+    args = var_operand_def(IndexType)
+    map = prop_def(AffineMapAttr)
+    result = result_def(IndexType)
+
+    def verify_(self) -> None:
+        affine_map = self.map.data
+        if (
+            len(affine_map.results) != 1
+            or affine_map.num_dims != len(self.args)
+            or affine_map.num_symbols
+        ):
+            raise CopyIRError(
+                errors.MALFORMED_INDEX.format(
+                    why=f"its map {affine_map} does not take "
+                    f"{len(self.args)} indices to one"
+                )
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IndexOp:
+        affine_map = parser.parse_attribute()
+        args = _parse_index_operands(parser)
+        return cls.create(
+            operands=args, properties={"map": affine_map}, result_types=[IndexType()]
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.map)
+        _print_operands(printer, self.args)
+
+
+@irdl_op_definition
+class WhenOp(IRDLOperation):
+    """Run the body only where a condition holds (`pl.when`): `copy.when
+    [affine_set<(d0) : (198 - d0 >= 0)>](%i) { ... }`, an `or` of the
+    sets, dimension k being operand k."""
+
+    name = "copy.when"
+
+    args = var_operand_def(IndexType)
+    condition = prop_def(ArrayAttr[AffineSetAttr])
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    def verify_(self) -> None:
+        for affine_set in self.condition.data:
+            if (
+                affine_set.data.num_dims != len(self.args)
+                or affine_set.data.num_symbols
+            ):
+                raise CopyIRError(
+                    errors.MALFORMED_INDEX.format(
+                        why=f"its condition {affine_set.data} does not take "
+                        f"{len(self.args)} indices"
+                    )
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WhenOp:
+        condition = parser.parse_attribute()
+        args = _parse_index_operands(parser)
+        body = parser.parse_region()
+        return cls.create(
+            operands=args, properties={"condition": condition}, regions=[body]
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.condition)
+        _print_operands(printer, self.args)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+
+@irdl_op_definition
+class AsyncCopyOp(IRDLOperation):
+    """A copy descriptor, `pltpu.make_async_copy(src, dst, sem)`:
+    `%c = copy.async_copy %src, %dst, %sem : ...`. It names its three
+    values as evaluated where it is made; `copy.async_dma` starts or waits
+    it."""
+
+    name = "copy.async_copy"
+
+    src = operand_def()
+    dst = operand_def()
+    sem = operand_def()
+    result = result_def(DescriptorType)
+
+    assembly_format = (
+        "$src `,` $dst `,` $sem attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
+    )
+
+    def verify_(self) -> None:
+        src = expect_ref("async_copy", "src", self.src)
+        dst = expect_ref("async_copy", "dst", self.dst)
+        expect_semaphore("async_copy", "sem", self.sem)
+        try:
+            check_dma_types(src, dst)
+        except CopyIRError as err:
+            note = Note(types_note(self.src, self.dst))
+            raise CopyIRError(err.message, notes=(note,)) from None
+
+    def verify_accesses(self, accesses: Accesses) -> None:
+        check_no_overlap(self.src, self.dst, accesses)
+
+
+@irdl_op_definition
+class AsyncDmaOp(IRDLOperation):
+    """Start or wait a descriptor: `copy.async_dma "start" %c add priority 1`
+    is `c.start()`, `"wait"` is `c.wait()`; the action is exactly `start`
+    or `wait`, as every action copyir names."""
+
+    name = "copy.async_dma"
+
+    action = prop_def(StringAttr)
+    descriptor = operand_def(DescriptorType)
+    add = opt_prop_def(UnitAttr)
+    priority = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$action $descriptor (`add` $add^)? (`priority` $priority^)? attr-dict"
+    )
+
+    @property
+    def is_start(self) -> bool:
+        return self.action.data == "start"
+
+    @property
+    def priority_value(self) -> int:
+        return self.priority.value.data if self.priority is not None else 0
+
+    def verify_(self) -> None:
+        check_action(self.action.data)
+        if not self.is_start:
+            for option, given in (
+                ("add", self.add is not None),
+                ("priority", self.priority is not None),
+            ):
+                if given:
+                    raise CopyIRError(errors.WAIT_OPTIONS.format(option=option))
+        if self.priority_value not in (0, 1):
+            raise CopyIRError(errors.BAD_PRIORITY.format(priority=self.priority_value))
+
+
+@irdl_op_definition
+class ComputeOp(IRDLOperation):
+    """An elementwise computation into a ref of VMEM or SMEM:
+    `copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : ...`, operand `$k`
+    being the k-th input (see `copyir.compute`). Every input has the
+    destination's shape and dtype; literals take its dtype."""
+
+    name = "copy.compute"
+
+    dst = operand_def()
+    inputs = var_operand_def()
+    expression = prop_def(StringAttr)
+
+    def parsed(self):
+        from copyir.compute import parse
+
+        return parse(self.expression.data)
+
+    def verify_(self) -> None:
+        from copyir.compute import check
+
+        dst = expect_ref("a computation", "destination", self.dst)
+        inputs = [expect_ref("a computation", "input", v) for v in self.inputs]
+        if dst.space_name == "hbm":
+            raise CopyIRError(errors.HBM_STORE)
+        for value, type in zip(self.inputs, inputs, strict=True):
+            if type.space_name == "hbm":
+                raise CopyIRError(errors.HBM_LOAD)
+            if type.element_type != dst.element_type:
+                raise CopyIRError(
+                    errors.COMPUTE_DTYPE.format(
+                        name=describe(value), type=type.describe(), dst=dst.describe()
+                    )
+                )
+            if type.get_shape() != dst.get_shape():
+                raise CopyIRError(
+                    errors.COMPUTE_SHAPE.format(
+                        name=describe(value), type=type.describe(), dst=dst.describe()
+                    )
+                )
+            if type.space_name == "smem" and type.get_shape():
+                raise CopyIRError(errors.SMEM_LOAD)
+        if dst.space_name == "smem" and dst.get_shape():
+            raise CopyIRError(errors.SMEM_STORE)
+        if dst.space_name == "vmem" and not dst.get_shape():
+            raise CopyIRError(errors.VMEM_SCALAR_STORE)
+        check(self.expression.data, dst.dtype, len(inputs))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComputeOp:
+        dst = parser.parse_unresolved_operand()
+        parser.parse_punctuation("=")
+        expression = parser.parse_str_literal()
+        inputs = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        dst_type = parser.parse_type()
+        types = []
+        if parser.parse_optional_punctuation(",") is not None:
+            types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+        if len(types) != len(inputs):
+            parser.raise_error("copy.compute needs one type per input")
+        return cls.create(
+            operands=[
+                parser.resolve_operand(dst, dst_type),
+                *(
+                    parser.resolve_operand(o, t)
+                    for o, t in zip(inputs, types, strict=True)
+                ),
+            ],
+            properties={"expression": StringAttr(expression)},
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.dst)
+        printer.print_string(" = ")
+        printer.print_string_literal(self.expression.data)
+        printer.print_string(" ")
+        _print_operands(printer, self.inputs)
+        printer.print_string(" : ")
+        printer.print_list(
+            [self.dst.type, *(v.type for v in self.inputs)], printer.print_attribute
+        )
+
+
 Copy = Dialect(
     "copy",
     [
@@ -1706,17 +2100,37 @@ Copy = Dialect(
         SyncCopyOp,
         BufferedRefOp,
         BufferedCopyOp,
+        ForOp,
+        IndexOp,
+        WhenOp,
+        AsyncCopyOp,
+        AsyncDmaOp,
+        ComputeOp,
     ],
-    [RefType, SemaphoreType, SemaphoreArrayType, BlockDimAttr, BufferedRefType],
+    [
+        RefType,
+        SemaphoreType,
+        SemaphoreArrayType,
+        BlockDimAttr,
+        BufferedRefType,
+        DescriptorType,
+    ],
 )
 
 __all__ = [
+    "DYNAMIC",
     "AllocOp",
+    "AsyncCopyOp",
+    "AsyncDmaOp",
     "BufferedCopyOp",
     "BufferedRefOp",
     "BufferedRefType",
+    "ComputeOp",
     "Copy",
+    "DescriptorType",
     "DmaOp",
+    "ForOp",
+    "IndexOp",
     "KernelOp",
     "RefType",
     "SemIndexOp",
@@ -1725,4 +2139,5 @@ __all__ = [
     "SemaphoreType",
     "SyncCopyOp",
     "ViewOp",
+    "WhenOp",
 ]
