@@ -14,13 +14,15 @@ An index into a semaphore array folds the same way: it is a view that drops
 the dimensions it indexes, and its access's offset is the flat index of the
 semaphore (or of the first one of a sub-array) in its root array.
 
-Loop indices will make view starts, and so accesses, affine in the indices
-of the enclosing loops. Then `offset` and each `box` bound become
-`xdsl.ir.affine.AffineExpr`s of those indices (an `int` is the constant
-case), while `shape`, `strides` and `dims` stay static integers (view sizes
-are static); `Access.view` folds the same way with affine arithmetic, and
-`overlaps` decides over the loop domain. Users take the fields and call the
-methods here rather than computing from views, so they need not change.
+Inside loops, a view's start may be an index value: then `offset` and the
+`box` bounds are `xdsl.ir.affine.AffineExpr`s of the enclosing loops'
+indices (an `int` is the constant case), while `shape`, `strides` and `dims`
+stay static integers (view sizes are static). Each loop index is a
+dimension numbered once per kernel (`Accesses.dim`), and `Accesses.index`
+folds an index value (a loop index, or a `copy.index` of others) into an
+expression of those dimensions. `overlaps` decides static accesses; for
+others it returns None, and the verifier decides them at every point of the
+loops' domain (`copyir.domain`).
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ShapedType
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 
 from copyir.dialects.copy import (
+    ForOp,
+    IndexOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreType,
@@ -53,12 +58,12 @@ class Access:
 
     root: SSAValue
     """A kernel parameter, an alloc or a semaphore op's result."""
-    offset: int
+    offset: int | AffineExpr
     """The flat element index, in the root, of the ref's first element."""
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     """Per dimension of the ref, in elements of the root."""
-    box: tuple[tuple[int, int], ...]
+    box: tuple[tuple[int | AffineExpr, int | AffineExpr], ...]
     """[lo, hi) per dimension of the root."""
     dims: tuple[int, ...]
     """The root dimension that each dimension of the ref runs along."""
@@ -75,9 +80,16 @@ class Access:
             tuple(range(len(shape))),
         )
 
+    @property
+    def is_static(self) -> bool:
+        return isinstance(self.offset, int) and all(
+            isinstance(lo, int) for lo, _ in self.box
+        )
+
     def view(self, subscripts: Sequence[Subscript]) -> Access:
         """The access of a view of this ref; dimensions after the subscripts
-        are kept whole. A subscript beyond the rank (in a view the verifier
+        are kept whole. A subscript's start may be an affine expression of
+        loop indices. A subscript beyond the rank (in a view the verifier
         rejects) is ignored."""
         offset, box = self.offset, list(self.box)
         shape, strides, dims = [], [], []
@@ -101,9 +113,14 @@ class Access:
             (*dims, *self.dims[rest:]),
         )
 
-    def overlaps(self, other: Access) -> bool:
-        """Whether the two refs share an element."""
-        return self.root is other.root and all(
+    def overlaps(self, other: Access) -> bool | None:
+        """Whether the two refs share an element; None when that depends on
+        loop indices (see `Accesses.overlap_at`)."""
+        if self.root is not other.root:
+            return False
+        if not (self.is_static and other.is_static):
+            return None
+        return all(
             lo1 < hi2 and lo2 < hi1
             for (lo1, hi1), (lo2, hi2) in zip(self.box, other.box, strict=True)
         )
@@ -129,7 +146,37 @@ class Accesses:
 
     def __init__(self) -> None:
         self._known: dict[SSAValue, Access | None] = {}
+        self._dims: dict[SSAValue, int] = {}
+        self._indices: dict[SSAValue, AffineExpr] = {}
         self.folded = 0
+
+    def dim(self, index: SSAValue) -> int:
+        """The kernel-wide dimension number of a loop index."""
+        return self._dims.setdefault(index, len(self._dims))
+
+    def index(self, value: SSAValue) -> AffineExpr:
+        """An index value as an affine expression of loop dimensions."""
+        known = self._indices.get(value)
+        if known is not None:
+            return known
+        owner = value.owner
+        if isinstance(owner, IndexOp):
+            args = [self.index(a) for a in owner.args]
+            expr = owner.map.data.results[0].replace_dims_and_symbols(args, [])
+        elif isinstance(owner, Block) and isinstance(owner.parent_op(), ForOp):
+            expr = AffineExpr.dimension(self.dim(value))
+        else:
+            raise ValueError(f"{value} is not an index value")
+        self._indices[value] = expr
+        return expr
+
+    def start(self, value: int | SSAValue | None) -> int | AffineExpr:
+        """A subscript's start: an integer, or an index value's expression
+        (a constant expression as its integer)."""
+        if value is None or isinstance(value, int):
+            return 0 if value is None else value
+        expr = self.index(value)
+        return expr.value if isinstance(expr, AffineConstantExpr) else expr
 
     def __call__(self, value: SSAValue) -> Access | None:
         """The value's access; None when its root is not a ref or semaphore."""
@@ -145,12 +192,22 @@ class Accesses:
             self._known[value] = access
         for op in reversed(chain):
             if access is not None:
-                access = access.view(op.subscripts())
+                subscripts = [
+                    (self.start(start), size, dropped)
+                    for start, (_, size, dropped) in zip(
+                        op.starts(), op.subscripts(), strict=True
+                    )
+                ]
+                access = access.view(subscripts)
                 self.folded += 1
             self._known[op.result] = access
         return access
 
     def overlap(self, a: SSAValue, b: SSAValue) -> bool:
-        """Whether two refs share an element of one root buffer."""
+        """Whether two refs share an element of one root buffer (for
+        accesses that depend on loop indices: None, decided by the verifier
+        at every point of the loops' domain)."""
         first, second = self(a), self(b)
-        return first is not None and second is not None and first.overlaps(second)
+        if first is None or second is None:
+            return False
+        return first.overlaps(second)

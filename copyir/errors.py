@@ -186,6 +186,10 @@ EMPTY_LOOP = (
     "at least once"
 )
 MALFORMED_LOOP = "Malformed loop: {why}"
+NOT_AT_TOP_LEVEL = (
+    "{op} makes a buffer or a semaphore once per kernel: it must be at the top "
+    "level of the kernel, not inside a loop or a when"
+)
 MALFORMED_INDEX = "Malformed index value: {why}"
 HBM_LOAD = "Loads are only allowed on VMEM and SMEM references."  # Pallas
 HBM_STORE = "Loads and stores are only allowed on VMEM and SMEM references."  # Pallas

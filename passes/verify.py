@@ -8,30 +8,53 @@ program, as MLIR's `verifySymbolUses` is given one symbol table, so that
 each view is folded once however many DMAs use it). The first error wins
 and carries the op's location, so a user sees one precise error at the line
 that caused it.
+
+Inside loops, what depends on loop indices (a view's start, a semaphore or
+block index, a slot, whether a DMA's ends overlap) is checked at every point
+of the op's iteration domain (`copyir.domain`), and the error names the
+first point that fails, `..., at i = 199999`, with the message the same
+mistake has when it is static.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineConstraintExpr, AffineExpr, AffineSet
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
-from copyir.access import Accesses
+from copyir.access import Access, Accesses
 from copyir.dialects.copy import (
+    ELEMENT,
+    SQUEEZED,
     AllocOp,
+    AsyncCopyOp,
+    BufferedCopyOp,
     BufferedRefOp,
+    BufferedRefType,
     DmaOp,
+    ForOp,
     KernelOp,
     RefType,
+    SemaphoreArrayType,
+    SemaphoreOp,
+    SemIndexOp,
     SyncCopyOp,
+    ViewOp,
+    WhenOp,
+    _check_subscript,
+    check_block_indices,
     describe,
 )
+from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError
+from copyir.index import evaluate
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -59,11 +82,19 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
                 loc_of(kernel.location),
             )
         names.add(kernel.kernel_name)
-        _verify_op(kernel, set(), target, Accesses())
+        _verify_op(kernel, set(), target, Accesses(), Domain())
+
+
+TOP_LEVEL = (AllocOp, SemaphoreOp, BufferedRefOp)
+"""Ops that make buffers and semaphores: once per kernel, not per iteration."""
 
 
 def _verify_op(
-    op: Operation, defined: set[SSAValue], target: Target, accesses: Accesses
+    op: Operation,
+    defined: set[SSAValue],
+    target: Target,
+    accesses: Accesses,
+    domain: Domain,
 ) -> None:
     for operand in op.operands:
         if operand not in defined:
@@ -72,14 +103,19 @@ def _verify_op(
                 loc_of(op.location),
             )
     try:
+        if domain.loops and isinstance(op, TOP_LEVEL):
+            raise CopyIRError(errors.NOT_AT_TOP_LEVEL.format(op=op.name))
         op.verify_()
-        if isinstance(op, DmaOp | SyncCopyOp):
+        if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
             op.verify_accesses(accesses)
+        if domain.loops:
+            _check_over_domain(op, accesses, domain)
         _check_capacity(op, target)
     except VerifyException as err:
         raise CopyIRError(str(err), loc_of(op.location)) from None
     except CopyIRError as err:
         raise err.at(loc_of(op.location)) from None
+    inner_domain = _inner_domain(op, accesses, domain)
     for region in op.regions:
         for block in region.blocks:
             inner = defined | set(block.args)
@@ -89,9 +125,199 @@ def _verify_op(
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
                     )
-                _verify_op(child, inner, target, accesses)
+                _verify_op(child, inner, target, accesses, inner_domain)
                 inner.update(child.results)
     defined.update(op.results)
+
+
+# -- the iteration domain ------------------------------------------------------------
+
+
+def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
+    """The domain of a loop's or a condition's body."""
+    if isinstance(op, ForOp):
+        loops = [
+            Loop(accesses.dim(index), lo, hi, describe(index))
+            for index, (lo, hi) in zip(op.indices, op.bounds, strict=True)
+        ]
+        return domain.inside(loops)
+    if isinstance(op, WhenOp):
+        args = [accesses.index(a) for a in op.args]
+        sets = tuple(_substitute(s.data, args) for s in op.condition.data)
+        return domain.when(sets)
+    return domain
+
+
+def _substitute(affine_set: AffineSet, args: list[AffineExpr]) -> AffineSet:
+    """A condition over a when's operands as one over loop dimensions."""
+    width = 1 + max([d for a in args for d in _dims(a)] + [-1])
+    return AffineSet(
+        width,
+        0,
+        tuple(
+            AffineConstraintExpr(
+                c.kind,
+                c.lhs.replace_dims_and_symbols(args, []),
+                c.rhs.replace_dims_and_symbols(args, []),
+                canonicalize=False,
+            )
+            for c in affine_set.constraints
+        ),
+    )
+
+
+def _dims(expr: AffineExpr) -> list[int]:
+    return [e.position for e in expr.dfs() if hasattr(e, "position")]
+
+
+def _at(value: int | AffineExpr, dims: list[np.ndarray]) -> np.ndarray:
+    return np.asarray(value) if isinstance(value, int) else evaluate(value, dims)
+
+
+def _fail_at(domain: Domain, point: dict[int, int], raise_static) -> None:
+    """Raise the static check's own error for the failing point's values,
+    naming the point."""
+    try:
+        raise_static(point)
+    except CopyIRError as err:
+        raise CopyIRError(
+            f"{err.message}, at {domain.name(point)}", err.loc, err.notes
+        ) from None
+    raise AssertionError("the static check passed where the domain check failed")
+
+
+def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
+    if isinstance(value, int):
+        return value
+    dims = [np.array([point.get(d, 0)]) for d in range(max(point, default=-1) + 1)]
+    return int(evaluate(value, dims)[0])
+
+
+def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> None:
+    if isinstance(op, ViewOp | SemIndexOp):
+        _check_subscripts(op, accesses, domain)
+    elif isinstance(op, BufferedCopyOp):
+        _check_window(op, accesses, domain)
+    elif isinstance(op, DmaOp | AsyncCopyOp):
+        if not (isinstance(op, DmaOp) and not op.is_start):
+            _check_overlap(op.src, op.dst, accesses, domain)
+    elif isinstance(op, SyncCopyOp):
+        for src, dst in zip(op.srcs, op.dsts, strict=True):
+            _check_overlap(src, dst, accesses, domain)
+
+
+def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
+    type = op.source.type
+    shape = type.get_shape() if isinstance(type, RefType | SemaphoreArrayType) else ()
+    for dim, (start, (_, size, dropped)) in enumerate(
+        zip(op.starts(), op.subscripts(), strict=True)
+    ):
+        if not isinstance(start, SSAValue) or dim >= len(shape):
+            continue
+        expr = accesses.index(start)
+        extent = shape[dim]
+
+        def bad(dims, expr=expr, extent=extent, size=size):
+            value = _at(expr, dims)
+            return (value < 0) | (value + size > extent)
+
+        point = domain.first(bad)
+        if point is not None:
+            offset = _value(expr, point)
+            _fail_at(
+                domain,
+                point,
+                lambda p, d=dim, e=extent, o=offset, z=size, x=dropped: (
+                    _check_subscript(
+                        describe(op.source), _expression(op, p, accesses), d, e, o, z, x
+                    )
+                ),
+            )
+
+
+def _expression(op: ViewOp | SemIndexOp, point, accesses: Accesses) -> str:
+    """The op's subscripts with the point's values, as the static message
+    would spell them: `x[64:72, 0:128]`."""
+    parts = []
+    for start, (_, size, dropped) in zip(op.starts(), op.subscripts(), strict=True):
+        value = _value(accesses.start(start), point)
+        parts.append(str(value) if dropped else f"{value}:{value + size}")
+    return f"{describe(op.source)}[{', '.join(parts)}]"
+
+
+def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> None:
+    type: BufferedRefType = op.bref.type
+    name = describe(op.bref)
+    indices = op.block_indices
+    if indices is not None and any(isinstance(i, SSAValue) for i in indices):
+        exprs = [accesses.start(i) for i in indices]
+        shape = type.get_shape()
+
+        def bad(dims):
+            wrong = np.zeros(1, bool)
+            for value, block, extent in zip(exprs, type.block_dims, shape, strict=True):
+                v = _at(value, dims)
+                kind = block.kind.data
+                count = (
+                    extent
+                    if kind in (ELEMENT, SQUEEZED)
+                    else -(-extent // block.size.data)
+                )
+                wrong = wrong | (v < 0) | (v >= count)
+            return wrong
+
+        point = domain.first(bad)
+        if point is not None:
+            values = [_value(e, point) for e in exprs]
+            _fail_at(domain, point, lambda p: check_block_indices(name, type, values))
+    slot = op.slot_value
+    if isinstance(slot, SSAValue):
+        expr = accesses.index(slot)
+        buffers = type.buffers.data
+        point = domain.first(
+            lambda dims: (_at(expr, dims) < 0) | (_at(expr, dims) >= buffers)
+        )
+        if point is not None:
+            value = _value(expr, point)
+
+            def static(p):
+                raise CopyIRError(
+                    errors.SLOT_OUT_OF_RANGE.format(
+                        slot=value, bref=name, buffers=buffers
+                    )
+                )
+
+            _fail_at(domain, point, static)
+
+
+def _check_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses, domain: Domain):
+    first, second = accesses(src), accesses(dst)
+    if first is None or second is None or first.root is not second.root:
+        return
+    if first.is_static and second.is_static:
+        return  # verify_accesses decided it
+
+    def bad(dims):
+        return _boxes_meet(first, second, dims)
+
+    point = domain.first(bad)
+    if point is not None:
+
+        def static(p):
+            raise CopyIRError(
+                errors.DMA_OVERLAP.format(src=describe(src), dst=describe(dst))
+            )
+
+        _fail_at(domain, point, static)
+
+
+def _boxes_meet(a: Access, b: Access, dims) -> np.ndarray:
+    meet = np.ones(1, bool)
+    for (lo1, hi1), (lo2, hi2) in zip(a.box, b.box, strict=True):
+        meet = (
+            meet & (_at(lo1, dims) < _at(hi2, dims)) & (_at(lo2, dims) < _at(hi1, dims))
+        )
+    return meet
 
 
 def _check_capacity(op: Operation, target: Target) -> None:
