@@ -7,20 +7,45 @@ Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
 elements, as `copyir.access` folds them (each view once per pass run). A
 semaphore is its id plus its flat index into its semaphore array, folded the
-same way. A wait lowers its semaphore by the bytes of its descriptor. Every instruction
-keeps the location of the DMA it came from.
+same way. A wait lowers its semaphore by the bytes of its descriptor. Every
+instruction keeps the location of the DMA it came from.
+
+Loops stay loops: a `copy.for` becomes nested `dma.loop`s (one per grid
+dimension), and an address or semaphore id that depends on loop indices
+becomes an affine map of the enclosing loops' indices (d0 the outermost);
+a `copy.when` disappears into the predicate of each instruction inside it
+(the conjunction of the enclosing conditions, an `or` of affine sets). A
+descriptor's start and wait are DMAs of its three values; a computation
+becomes a `dma.compute` over the boxes of its destination and inputs.
 
 Needs expand-pytree-copies, expand-windows and assign-addresses first.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
 from copyir.passes.assign_addresses import ADDRESS, PARAM_ADDRESSES, SEM_ID, TARGET
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineConstantExpr,
+    AffineConstraintExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSet,
+)
 from xdsl.passes import ModulePass
 
 from copyir import errors
@@ -29,19 +54,72 @@ from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
 from copyir.dialects.copy import (
     AllocOp,
+    AsyncCopyOp,
+    AsyncDmaOp,
+    ComputeOp,
     DmaOp,
+    ForOp,
+    IndexOp,
     KernelOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
     ViewOp,
+    WhenOp,
+    describe,
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
 
-Strided = tuple[str, int, list[int], list[int]]
-"""(space, byte address, shape, strides in elements) of one end of a DMA."""
+Strided = tuple[str, int | AffineExpr, list[int], list[int]]
+"""(space, byte address, shape, strides in elements) of one end of a DMA;
+the address is affine in loop dimensions inside loops."""
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Where an instruction is: the kernel-wide numbers of its enclosing
+    loops' dimensions (outermost first) and the conditions it runs under
+    (each an `or` of sets over those numbers)."""
+
+    dims: tuple[int, ...] = ()
+    conditions: tuple[tuple[AffineSet, ...], ...] = field(default=())
+    lowers: tuple[int, ...] = ()
+    """Each loop's lower bound: a dma.loop counts from 0."""
+
+    def local(self, expr: AffineExpr) -> AffineExpr:
+        """The expression over this instruction's loops: d0 the outermost."""
+        width = max(self.dims, default=-1) + 1
+        slots = [AffineExpr.constant(0)] * width
+        for position, (dim, lower) in enumerate(
+            zip(self.dims, self.lowers, strict=True)
+        ):
+            slots[dim] = AffineExpr.dimension(position) + lower
+        return expr.replace_dims_and_symbols(slots, [])
+
+    def value(self, value: int | AffineExpr) -> Attribute:
+        """A field: an integer when static, else an affine map."""
+        if isinstance(value, AffineExpr) and not isinstance(value, AffineConstantExpr):
+            return AffineMapAttr(AffineMap(len(self.dims), 0, (self.local(value),)))
+        number = value if isinstance(value, int) else value.value
+        return IntegerAttr(number, i64)
+
+    def predicate(self) -> Attribute | None:
+        """The conjunction of the conditions, as an `or` of sets."""
+        if not self.conditions:
+            return None
+        sets = []
+        for combo in itertools.product(*self.conditions):
+            constraints = tuple(
+                AffineConstraintExpr(
+                    c.kind, self.local(c.lhs), self.local(c.rhs), canonicalize=False
+                )
+                for s in combo
+                for c in s.constraints
+            )
+            sets.append(AffineSetAttr(AffineSet(len(self.dims), 0, constraints)))
+        return ArrayAttr(sets)
 
 
 class _Lowering:
@@ -75,7 +153,7 @@ class _Lowering:
         ):
             self.buffer(arg, name, "hbm", address, param=True)
         for op in kernel.body.block.ops:
-            self.lower(op)
+            self.lower(op, self.ops, _Context())
         target = kernel.attributes[TARGET].data
         body = Block([*self.declarations, *self.ops])
         return dma.ProgramOp(kernel.kernel_name, target, self.semaphores, Region(body))
@@ -103,7 +181,49 @@ class _Lowering:
             dma.BufferOp.create(properties=properties, location=location)
         )
 
-    def lower(self, op: Operation) -> None:
+    def lower(self, op: Operation, out: list[Operation], context: _Context) -> None:
+        if isinstance(op, ForOp):
+            out.append(self.loop(op, context))
+            return
+        if isinstance(op, WhenOp):
+            args = [self.accesses.index(a) for a in op.args]
+            sets = tuple(_substitute(s.data, args) for s in op.condition.data)
+            inner = _Context(context.dims, (*context.conditions, sets), context.lowers)
+            for child in op.body.block.ops:
+                self.lower(child, out, inner)
+            return
+        if isinstance(op, DmaOp):
+            out.append(
+                self.instruction(
+                    op.src,
+                    op.dst,
+                    op.sem,
+                    op.is_start,
+                    op.add is not None,
+                    op.priority_value,
+                    op.location,
+                    context,
+                )
+            )
+            return
+        if isinstance(op, AsyncDmaOp):
+            copy = op.descriptor.owner
+            out.append(
+                self.instruction(
+                    copy.src,
+                    copy.dst,
+                    copy.sem,
+                    op.is_start,
+                    op.add is not None,
+                    op.priority_value,
+                    op.location,
+                    context,
+                )
+            )
+            return
+        if isinstance(op, ComputeOp):
+            out.append(self.compute(op, context))
+            return
         if isinstance(op, AllocOp):
             if ADDRESS not in op.attributes:
                 raise self.needs("assign-addresses", "an alloc has no address", op)
@@ -132,41 +252,99 @@ class _Lowering:
                         properties=properties, location=op.location
                     )
                 )
-        elif isinstance(op, DmaOp):
-            self.ops.append(self.instruction(op))
-        elif not isinstance(op, ViewOp | SemIndexOp):
+        elif not isinstance(op, ViewOp | SemIndexOp | IndexOp | AsyncCopyOp):
             raise self.needs(
                 "expand-pytree-copies and expand-windows",
                 f"{op.name} has no DMA form yet",
                 op,
             )
 
-    def instruction(self, op: DmaOp) -> Operation:
-        src_space, src_address, shape, src_strides = self.strided(op.src)
-        dst_space, dst_address, _, dst_strides = self.strided(op.dst)
-        sem = IntegerAttr(self.sem_id(op.sem), i64)
-        type: RefType = op.src.type
-        if not op.is_start:
-            return dma.WaitOp.create(
-                properties={"sem": sem, "bytes": IntegerAttr(type.nbytes, i64)},
-                location=op.location,
-            )
+    def loop(self, op: ForOp, context: _Context) -> Operation:
+        """Nested dma.loops, one per dimension, around the lowered body."""
+        dims = tuple(self.accesses.dim(index) for index in op.indices)
+        lowers = tuple(lower for lower, _ in op.bounds)
+        inner = _Context(
+            (*context.dims, *dims), context.conditions, (*context.lowers, *lowers)
+        )
+        body: list[Operation] = []
+        for child in op.body.block.ops:
+            self.lower(child, body, inner)
+        for position in reversed(range(len(dims))):
+            lower, upper = op.bounds[position]
+            loop_body = body
+            properties = {
+                "iv_name": StringAttr(describe(op.indices[position])),
+                "trip_count": IntegerAttr(upper - lower, i64),
+            }
+            if position in op.parallel_dims:
+                properties["parallel"] = UnitAttr()
+            body = [
+                dma.LoopOp.create(
+                    properties=properties,
+                    regions=[Region(Block(loop_body))],
+                    location=op.location,
+                )
+            ]
+        return body[0]
+
+    def instruction(
+        self,
+        src: SSAValue,
+        dst: SSAValue,
+        sem_value: SSAValue,
+        is_start: bool,
+        add: bool,
+        priority: int,
+        location: Attribute,
+        context: _Context,
+    ) -> Operation:
+        src_space, src_address, shape, src_strides = self.strided(src)
+        dst_space, dst_address, _, dst_strides = self.strided(dst)
+        sem = context.value(self.sem_id(sem_value))
+        type: RefType = src.type
+        predicate = context.predicate()
+        if not is_start:
+            properties = {"sem": sem, "bytes": IntegerAttr(type.nbytes, i64)}
+            if predicate is not None:
+                properties["predicate"] = predicate
+            return dma.WaitOp.create(properties=properties, location=location)
         properties = {
             "src_space": StringAttr(src_space),
-            "src_address": IntegerAttr(src_address, i64),
+            "src_address": context.value(src_address),
             "src_strides": i64_array(tuple(src_strides)),
             "dst_space": StringAttr(dst_space),
-            "dst_address": IntegerAttr(dst_address, i64),
+            "dst_address": context.value(dst_address),
             "dst_strides": i64_array(tuple(dst_strides)),
             "element_type": type.element_type,
             "shape": i64_array(tuple(shape)),
             "sem": sem,
         }
-        if op.add is not None:
+        if add:
             properties["add"] = UnitAttr()
-        if op.priority_value:
-            properties["priority"] = IntegerAttr(op.priority_value, i64)
-        return dma.StartOp.create(properties=properties, location=op.location)
+        if priority:
+            properties["priority"] = IntegerAttr(priority, i64)
+        if predicate is not None:
+            properties["predicate"] = predicate
+        return dma.StartOp.create(properties=properties, location=location)
+
+    def compute(self, op: ComputeOp, context: _Context) -> Operation:
+        space, address, shape, strides = self.strided(op.dst)
+        inputs = [self.strided(v) for v in op.inputs]
+        type: RefType = op.dst.type
+        properties = {
+            "space": StringAttr(space),
+            "address": context.value(address),
+            "strides": i64_array(tuple(strides)),
+            "element_type": type.element_type,
+            "shape": i64_array(tuple(shape)),
+            "expression": op.expression,
+            "operand_spaces": ArrayAttr(StringAttr(i[0]) for i in inputs),
+            "operand_addresses": ArrayAttr(context.value(i[1]) for i in inputs),
+            "operand_strides": ArrayAttr(i64_array(tuple(i[3])) for i in inputs),
+        }
+        if (predicate := context.predicate()) is not None:
+            properties["predicate"] = predicate
+        return dma.ComputeOp.create(properties=properties, location=op.location)
 
     def strided(self, value: SSAValue) -> Strided:
         access = self.accesses(value)
@@ -179,9 +357,26 @@ class _Lowering:
             list(access.strides),
         )
 
-    def sem_id(self, value: SSAValue) -> int:
+    def sem_id(self, value: SSAValue) -> int | AffineExpr:
         access = self.accesses(value)
         return self.sems[access.root] + access.offset
+
+
+def _substitute(affine_set: AffineSet, args: list[AffineExpr]) -> AffineSet:
+    """A when's condition, over its operands, as one over loop dimensions."""
+    return AffineSet(
+        0,
+        0,
+        tuple(
+            AffineConstraintExpr(
+                c.kind,
+                c.lhs.replace_dims_and_symbols(args, []),
+                c.rhs.replace_dims_and_symbols(args, []),
+                canonicalize=False,
+            )
+            for c in affine_set.constraints
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """expand-pytree-copies: each `sync_copy` becomes the DMAs of Pallas' helper.
 
-One DMA semaphore, a start per leaf in leaf order, then a wait per leaf in
-the same order; `add` goes to every start, and an empty tree lowers to
+One DMA semaphore (made at the kernel's top level, so that a sync_copy in
+a loop reuses it each iteration), a start per leaf in leaf order, then a
+wait per leaf in the same order; `add` goes to every start, and an empty tree lowers to
 nothing. Every DMA is located at the `sync_copy` with a note naming its
 leaf (`leaf ['w'][1]`), so later diagnostics can point at the leaf.
 """
@@ -19,8 +20,15 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 
-from copyir.dialects.copy import DmaOp, SemaphoreOp, SemaphoreType, SyncCopyOp
+from copyir.dialects.copy import (
+    DmaOp,
+    SemaphoreOp,
+    SemaphoreType,
+    SyncCopyOp,
+    kernel_level,
+)
 from copyir.locations import with_detail
 
 
@@ -56,7 +64,8 @@ class ExpandSyncCopy(RewritePattern):
             )
             for src, dst, location in leaves
         ]
-        rewriter.replace(op, [sem, *starts, *waits], [])
+        rewriter.insert(sem, InsertPoint.before(kernel_level(op)))
+        rewriter.replace(op, [*starts, *waits], [])
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 A `buffered_ref` becomes the `alloc` of its window, `buffers` slots of one
 block each. A `buffered_copy` becomes a view of the plain ref, a view of
-one slot of the window, and a synchronous DMA between them (a semaphore, a
-start, a wait), as Pallas' pipeline `sync_copy` does. Per dimension, for
-block index i:
+one slot of the window, and the DMAs between them: a semaphore, a start
+and a wait for the synchronous form (as Pallas' pipeline `sync_copy`
+does), the start alone or the wait alone, on the user's semaphore, for an
+asynchronous one. Per dimension, for block index i:
 
 - `Blocked(b)`: rows b*i up to b*(i+1), cut at the array's end (the ragged
   last block); copyir never reads past the array;
@@ -12,18 +13,38 @@ block index i:
 - squeezed: element i, and the dimension is dropped;
 
 and the window slice is [slot, 0:size, ...] over the kept dimensions. With
-trivial windowing the whole ref is copied to or from the slot. The DMAs are
+trivial windowing the whole ref is copied to or from the slot.
+
+Block indices and the slot may be index values inside loops. Shapes stay
+static: where a block's size depends on its index (the ragged last block
+of a `Blocked` dimension, the cut end of an `Element` one), the copy is
+split into one copy per size, each under a `copy.when` that selects the
+indices of that size, so that every DMA's shape is static. The DMAs are
 located at the `buffered_copy`, noted with the block indices and slot.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
+    IndexType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineConstraintExpr,
+    AffineConstraintKind,
+    AffineExpr,
+    AffineMap,
+    AffineSet,
+)
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -35,6 +56,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.dialects.copy import (
+    DYNAMIC,
     ELEMENT,
     SQUEEZED,
     AllocOp,
@@ -42,16 +64,22 @@ from copyir.dialects.copy import (
     BufferedRefOp,
     BufferedRefType,
     DmaOp,
+    IndexOp,
     SemaphoreOp,
     SemaphoreType,
     Subscript,
     ViewOp,
+    WhenOp,
     check_block_indices,
     describe,
+    kernel_level,
     set_name,
     view_result_type,
 )
 from copyir.locations import with_detail
+
+Start = int | SSAValue
+"""A block index, a slot or a view start: static, or an index value."""
 
 
 def window_slices(
@@ -77,6 +105,57 @@ def window_slices(
         array.append((start, length, False))
         window.append((0, length, False))
     return array, window
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One static shape of a copy whose block indices are index values: the
+    size of each dimension, and the constraints on the indices that select
+    it (each `lhs >= 0` or `lhs == 0`, over the index values in `args`)."""
+
+    sizes: tuple[int, ...]
+    constraints: tuple[tuple[int, AffineConstraintKind, AffineExpr], ...]
+
+
+def _cases(type: BufferedRefType, indices: Sequence[Start]) -> list[_Case]:
+    """Every combination of block sizes a copy can have, with what selects
+    it; a dimension whose size never depends on its index contributes one
+    option with no constraint."""
+    options = []
+    d0 = AffineExpr.dimension(0)
+    for dim, (index, block, extent) in enumerate(
+        zip(indices, type.block_dims, type.get_shape(), strict=True)
+    ):
+        kind, size = block.kind.data, block.size.data
+        if kind == SQUEEZED:
+            options.append([(1, ())])
+        elif isinstance(index, int):
+            start = index if kind == ELEMENT else index * size
+            options.append([(min(size, extent - start), ())])
+        elif kind == ELEMENT:  # i <= extent - size is whole; beyond, one size each
+            ge = AffineConstraintKind.ge
+            eq = AffineConstraintKind.eq
+            choices = (
+                [(size, ((dim, ge, (extent - size) - d0),))] if extent >= size else []
+            )
+            for cut in range(max(1, extent - size + 1), extent):
+                choices.append((extent - cut, ((dim, eq, d0 - cut),)))
+            options.append(choices)
+        elif extent % size == 0:
+            options.append([(size, ())])
+        else:
+            last = extent // size
+            ge, eq = AffineConstraintKind.ge, AffineConstraintKind.eq
+            options.append(
+                [
+                    (size, ((dim, ge, (last - 1) - d0),)),
+                    (extent - last * size, ((dim, eq, d0 - last),)),
+                ]
+            )
+    return [
+        _Case(tuple(s for s, _ in combo), tuple(c for _, cs in combo for c in cs))
+        for combo in itertools.product(*options)
+    ]
 
 
 class AllocateWindow(RewritePattern):
@@ -107,35 +186,117 @@ class ExpandBufferedCopy(RewritePattern):
         indices = op.block_indices
         if indices is None:  # trivial windowing: the whole array, block 0
             indices = (0,) * len(type.get_shape())
-        check_block_indices(describe(op.bref), type, indices)
-        array_slice, window_slice = window_slices(type, indices, op.slot_value)
-        location = with_detail(
-            op.location,
-            f"block ({', '.join(map(str, indices))}{',' if len(indices) == 1 else ''})"
-            f" slot {op.slot_value}",
-        )
-        array = _view(op.plain, array_slice, location)
-        window = _view(self.windows[op.bref], window_slice, location)
-        src, dst = (array, window) if op.copy_in else (window, array)
-        sem = SemaphoreOp.create(result_types=[SemaphoreType()], location=location)
-        copies = [
-            DmaOp.create(
-                operands=[src.results[0], dst.results[0], sem.result],
-                properties=DmaOp.option_properties(action, False, 0),
-                location=location,
+        static = [i for i in indices if isinstance(i, int)]
+        if len(static) == len(indices):
+            check_block_indices(describe(op.bref), type, static)
+        slot = op.slot_value
+        location = with_detail(op.location, _detail(indices, slot))
+        if op.action_value is None:
+            sem = SemaphoreOp.create(result_types=[SemaphoreType()], location=location)
+            rewriter.insert(sem, InsertPoint.before(kernel_level(op)))
+            sem_value, actions = sem.result, ("start", "wait")
+        else:
+            sem_value, actions = op.sem, (op.action_value,)
+        new_ops = []
+        for case in _cases(type, indices):
+            ops = self.copy(op, type, indices, slot, case, sem_value, actions, location)
+            if case.constraints:
+                ops = [_when(case, indices, ops, location)]
+            new_ops += ops
+        rewriter.replace(op, new_ops, [])
+
+    def copy(self, op, type, indices, slot, case, sem, actions, location) -> list:
+        """The views and DMAs of one case: the array's block, the window slot."""
+        ops: list[Operation] = []
+        array: list[tuple[Start, int, bool]] = []
+        window: list[tuple[Start, int, bool]] = [(slot, 1, True)]
+        for index, block, size in zip(
+            indices, type.block_dims, case.sizes, strict=True
+        ):
+            kind, block_size = block.kind.data, block.size.data
+            if kind == SQUEEZED:
+                array.append((index, 1, True))
+                continue
+            start: Start = index
+            if kind != ELEMENT:
+                start = _scaled(index, block_size, ops, location)
+            array.append((start, size, False))
+            window.append((0, size, False))
+        source = _view(op.plain, array, location)
+        slot_view = _view(self.windows[op.bref], window, location)
+        ops += [source, slot_view]
+        src, dst = (source, slot_view) if op.copy_in else (slot_view, source)
+        for action in actions:
+            ops.append(
+                DmaOp.create(
+                    operands=[src.results[0], dst.results[0], sem],
+                    properties=DmaOp.option_properties(action, False, 0),
+                    location=location,
+                )
             )
-            for action in ("start", "wait")
-        ]
-        rewriter.replace(op, [array, window, sem, *copies], [])
+        return ops
+
+
+def _detail(indices: Sequence[Start], slot: Start) -> str:
+    def text(x: Start) -> str:
+        return describe(x) if isinstance(x, SSAValue) else str(x)
+
+    comma = "," if len(indices) == 1 else ""
+    return f"block ({', '.join(map(text, indices))}{comma}) slot {text(slot)}"
+
+
+def _scaled(index: Start, factor: int, ops: list, location) -> Start:
+    """b * i, as an integer or a new index value."""
+    if isinstance(index, int):
+        return index * factor
+    if factor == 1:
+        return index
+    scaled = IndexOp.create(
+        operands=[index],
+        properties={
+            "map": AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) * factor,)))
+        },
+        result_types=[IndexType()],
+        location=location,
+    )
+    ops.append(scaled)
+    return scaled.result
+
+
+def _when(case: _Case, indices: Sequence[Start], body: list, location) -> WhenOp:
+    """The case's copy under the condition that selects it."""
+    dims = sorted({dim for dim, _, _ in case.constraints})
+    args = [indices[d] for d in dims]
+    constraints = tuple(
+        AffineConstraintExpr(
+            kind,
+            expr.replace_dims_and_symbols([AffineExpr.dimension(dims.index(dim))], []),
+            AffineExpr.constant(0),
+            canonicalize=False,
+        )
+        for dim, kind, expr in case.constraints
+    )
+    condition = ArrayAttr([AffineSetAttr(AffineSet(len(args), 0, constraints))])
+    return WhenOp.create(
+        operands=args,
+        properties={"condition": condition},
+        regions=[Region(Block(body))],
+        location=location,
+    )
 
 
 def _view(
-    source: SSAValue, subscripts: list[Subscript], location: Attribute
+    source: SSAValue, subscripts: list[tuple[Start, int, bool]], location: Attribute
 ) -> Operation:
+    static = [
+        (DYNAMIC if isinstance(start, SSAValue) else start, size, dropped)
+        for start, size, dropped in subscripts
+    ]
+    dynamic = [start for start, _, _ in subscripts if isinstance(start, SSAValue)]
     return ViewOp.create(
-        operands=[source],
-        properties=ViewOp.subscript_properties(subscripts),
-        result_types=[view_result_type(source.type, subscripts)],
+        operands=[source, *dynamic],
+        properties=ViewOp.subscript_properties(static),
+        result_types=[view_result_type(source.type, static)],
         location=location,
     )
 

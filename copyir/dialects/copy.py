@@ -39,6 +39,7 @@ from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     Region,
     SSAValue,
@@ -1720,6 +1721,15 @@ def _print_optional_indices(
 # --------------------------------------------------------------------------
 # Loops, conditions, index values, descriptors and computations
 # --------------------------------------------------------------------------
+
+
+def kernel_level(op: Operation) -> Operation:
+    """The op itself if it is in a kernel's body, else the loop or
+    condition there that holds it: where what it needs once per kernel (a
+    semaphore, a buffer) goes."""
+    while not isinstance(op.parent_op(), KernelOp):
+        op = op.parent_op()
+    return op
 
 
 def _parse_index_operands(parser: Parser) -> list[SSAValue]:

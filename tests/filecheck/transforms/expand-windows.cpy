@@ -8,22 +8,24 @@
 kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm) {
   # CHECK-NEXT: bx = alloc f32[2, 128, 128] @vmem
   bx = buffered_ref x, block=(128, 128), buffers=2
+  # The semaphore is made at the kernel's top level (once, even in a loop).
+  # CHECK-NEXT: [[S:v[0-9]+]] = semaphore  # block (7, 2) slot 1
   # CHECK-NEXT: [[A:v[0-9]+]] = x[896:1000, 256:384]  # block (7, 2) slot 1
   # CHECK-NEXT: [[W:v[0-9]+]] = bx[1, 0:104, :]  # block (7, 2) slot 1
-  # CHECK-NEXT: [[S:v[0-9]+]] = semaphore  # block (7, 2) slot 1
   # CHECK-NEXT: copy_start [[A]] -> [[W]], [[S]]  # block (7, 2) slot 1
   # CHECK-NEXT: copy_wait [[A]] -> [[W]], [[S]]  # block (7, 2) slot 1
   buffered_copy x -> bx[7, 2], slot=1
   # Copy-out reverses the DMA.
+  # CHECK-NEXT: [[T:v[0-9]+]] = semaphore  # block (0, 0) slot 0
   # CHECK-NEXT: [[B:v[0-9]+]] = y[0:128, 0:128]  # block (0, 0) slot 0
   # CHECK-NEXT: [[V:v[0-9]+]] = bx[0, :, :]  # block (0, 0) slot 0
-  # CHECK-NEXT: [[T:v[0-9]+]] = semaphore  # block (0, 0) slot 0
   # CHECK-NEXT: copy_start [[V]] -> [[B]], [[T]]  # block (0, 0) slot 0
   buffered_copy bx[0, 0] -> y
 
   # Squeezed (None) rows and Element columns: row 3, elements 50:98.
   # CHECK: rows = alloc f32[1, 48] @vmem
   rows = buffered_ref x, block=(None, Element(48)), buffers=1
+  # CHECK-NEXT: = semaphore  # block (3, 50) slot 0
   # CHECK-NEXT: [[R:v[0-9]+]] = x[3, 50:98]  # block (3, 50) slot 0
   # CHECK-NEXT: [[RW:v[0-9]+]] = rows[0, :]
   buffered_copy x -> rows[3, 50]
@@ -35,6 +37,7 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   # Trivial windowing: the whole array to or from the slot.
   # CHECK: whole = alloc i32[1, 100] @vmem
   whole = buffered_ref v, block=(100,), buffers=1
+  # CHECK-NEXT: = semaphore  # block (0,) slot 0
   # CHECK-NEXT: [[WV:v[0-9]+]] = v[:]  # block (0,) slot 0
   # CHECK-NEXT: = whole[0, :]  # block (0,) slot 0
   buffered_copy v -> whole
