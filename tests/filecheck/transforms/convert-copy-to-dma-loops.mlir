@@ -1,5 +1,5 @@
 // RUN: copyir lower --no-origins %s | filecheck %s
-// RUN: copyir lower %s | copyir run - --fill-inputs iota --mode on_wait | filecheck %s --check-prefix=RUN
+// RUN: copyir lower %s | copyir run - --fill-inputs iota --mode on_wait | filecheck %s --check-prefix=RAN
 
 // Loops stay loops in the stream: a copy.for is a dma.loop, addresses and
 // semaphore ids that depend on the index are affine maps of it (d0), a
@@ -22,7 +22,7 @@
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
 
-// RUN: ran stream: 32 DMAs, on_wait mode; final values:
+// RAN: ran stream: 32 DMAs, on_wait mode; final values:
 copy.kernel @stream(%x: !copy.ref<128x128xf32, hbm>, %y: !copy.ref<128x128xf32, hbm>) {
   %buf = copy.alloc : !copy.ref<2x8x128xf32, vmem>
   %res = copy.alloc : !copy.ref<8x128xf32, vmem>
