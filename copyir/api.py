@@ -216,13 +216,20 @@ def apply_passes(
 
 
 def lower(
-    program: object, kernel: str | None = None, target: str = "default"
+    program: object,
+    kernel: str | None = None,
+    target: str = "default",
+    *,
+    in_place: bool = False,
 ) -> ProgramOp:
     """The DMA program of a kernel: verify, then the default lowering.
 
-    The caller's module is left as it was. An already lowered program is
-    returned as it is (a `Stream` as its `dma.program`), once validated.
+    The caller's module is left as it was, unless `in_place` (then it is
+    lowered where it is, which saves copying a large program that the
+    caller will not use again). An already lowered program is returned as
+    it is (a `Stream` as its `dma.program`), once validated.
     """
+    in_place = in_place or not isinstance(program, ModuleOp | ProgramOp)
     program = _program(program, "lower")
     if not isinstance(program, ModuleOp):
         check_kernel(program, kernel)
@@ -234,7 +241,9 @@ def lower(
         return to_program(program)
     verify(program, target)
     chosen = select_kernel(program, kernel)
-    single = ModuleOp([chosen.clone()])
+    if in_place:
+        chosen.detach()
+    single = ModuleOp([chosen if in_place else chosen.clone()])
     apply_passes(single, pipeline(None, target))
     return single.ops.first
 
@@ -279,9 +288,10 @@ def run(
     """
     from copyir.backends.interpreter import run_stream
 
+    ours = not isinstance(program, ModuleOp)  # parsed here: ours to lower in place
     program = _program(program, "run")
     if isinstance(program, ModuleOp):
-        program = lower(program, kernel, target)
+        program = lower(program, kernel, target, in_place=ours)
     else:
         check_kernel(program, kernel)
     return run_stream(to_stream(program), dict(inputs or {}), mode, seed)

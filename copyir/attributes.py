@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from xdsl.dialects.builtin import DenseArrayBase, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i32, i64
 
 
 @functools.lru_cache(maxsize=4096)
@@ -28,3 +28,15 @@ def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
 def int_values(array: DenseArrayBase) -> tuple[int, ...]:
     """The integers of an array attribute, decoded once per distinct array."""
     return tuple(array.get_values())
+
+
+@functools.lru_cache(maxsize=65536)
+def i64_attr(value: int) -> IntegerAttr:
+    """A shared `IntegerAttr` of type i64."""
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=4096)
+def string_attr(value: str) -> StringAttr:
+    """A shared `StringAttr`."""
+    return StringAttr(value)

@@ -534,7 +534,7 @@ def _lower(args: argparse.Namespace) -> int:
 
     def work(unit: _Unit):
         program = _program(unit, args, check=False)
-        program = copyir.lower(program, args.kernel, args.target)
+        program = copyir.lower(program, args.kernel, args.target, in_place=True)
         if form == "npz":
             return lambda out: save_npz(copyir.to_stream(program), out)
         return copyir.dma_text(program, origins=not args.no_origins)
@@ -605,7 +605,7 @@ def _stream_and_inputs(unit: _Unit, args: argparse.Namespace):
 
     program = _program(unit, args, check=False)
     if isinstance(program, ModuleOp):
-        program = copyir.lower(program, args.kernel, args.target)
+        program = copyir.lower(program, args.kernel, args.target, in_place=True)
     else:
         copyir.verify(program)
     stream = copyir.to_stream(program)

@@ -34,6 +34,7 @@ from copyir import errors, pytree
 from copyir.attributes import i64_array, segment_sizes
 from copyir.dialects.copy import (
     BLOCKED,
+    BUILT,
     ELEMENT,
     SQUEEZED,
     AllocOp,
@@ -330,7 +331,9 @@ class _Builder:
     # -- module and kernels ------------------------------------------------
 
     def module(self, tree: Tree) -> ModuleOp:
-        return ModuleOp([self.kernel(k) for k in tree.children])
+        module = ModuleOp([self.kernel(k) for k in tree.children])
+        BUILT.add(module)
+        return module
 
     def kernel(self, tree: Tree) -> KernelOp:
         _, name, *params, loc_tree, body = tree.children

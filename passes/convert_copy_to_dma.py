@@ -50,7 +50,7 @@ from xdsl.passes import ModulePass
 
 from copyir import errors
 from copyir.access import Accesses
-from copyir.attributes import i64_array, int_values
+from copyir.attributes import i64_array, i64_attr, int_values, string_attr
 from copyir.dialects import dma
 from copyir.dialects.copy import (
     AllocOp,
@@ -102,8 +102,7 @@ class _Context:
         """A field: an integer when static, else an affine map."""
         if isinstance(value, AffineExpr) and not isinstance(value, AffineConstantExpr):
             return AffineMapAttr(AffineMap(len(self.dims), 0, (self.local(value),)))
-        number = value if isinstance(value, int) else value.value
-        return IntegerAttr(number, i64)
+        return i64_attr(value if isinstance(value, int) else value.value)
 
     def predicate(self) -> Attribute | None:
         """The conjunction of the conditions, as an `or` of sets."""
@@ -304,15 +303,15 @@ class _Lowering:
         type: RefType = src.type
         predicate = context.predicate()
         if not is_start:
-            properties = {"sem": sem, "bytes": IntegerAttr(type.nbytes, i64)}
+            properties = {"sem": sem, "bytes": i64_attr(type.nbytes)}
             if predicate is not None:
                 properties["predicate"] = predicate
             return dma.WaitOp.create(properties=properties, location=location)
         properties = {
-            "src_space": StringAttr(src_space),
+            "src_space": string_attr(src_space),
             "src_address": context.value(src_address),
             "src_strides": i64_array(tuple(src_strides)),
-            "dst_space": StringAttr(dst_space),
+            "dst_space": string_attr(dst_space),
             "dst_address": context.value(dst_address),
             "dst_strides": i64_array(tuple(dst_strides)),
             "element_type": type.element_type,
@@ -322,7 +321,7 @@ class _Lowering:
         if add:
             properties["add"] = UnitAttr()
         if priority:
-            properties["priority"] = IntegerAttr(priority, i64)
+            properties["priority"] = i64_attr(priority)
         if predicate is not None:
             properties["predicate"] = predicate
         return dma.StartOp.create(properties=properties, location=location)

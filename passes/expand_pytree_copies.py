@@ -75,6 +75,8 @@ class ExpandPytreeCopiesPass(ModulePass):
     name = "expand-pytree-copies"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(isinstance(o, SyncCopyOp) for o in op.walk()):
+            return  # a walk that rewrites nothing costs far more than a look
         PatternRewriteWalker(ExpandSyncCopy(), apply_recursively=False).rewrite_module(
             op
         )

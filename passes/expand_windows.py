@@ -308,6 +308,8 @@ class ExpandWindowsPass(ModulePass):
     name = "expand-windows"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(isinstance(o, BufferedRefOp) for o in op.walk()):
+            return  # a walk that rewrites nothing costs far more than a look
         windows: dict[SSAValue, SSAValue] = {}
         PatternRewriteWalker(
             GreedyRewritePatternApplier(

@@ -19,6 +19,7 @@ a user calls from Python check eagerly; the parsers build ops leniently
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -475,9 +476,26 @@ def check_no_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses) -> None:
 # Ops
 # --------------------------------------------------------------------------
 
+BUILT: weakref.WeakSet = weakref.WeakSet()
+"""Modules whose ops copyir's builder made (the authoring syntax's parser):
+their operands, results and properties are well-formed by construction, so
+the verifier runs only each op's own `check`, not xDSL's generic one."""
+
+
+class CopyOp(IRDLOperation):
+    """An op of the copy dialect. `check` holds its own rules; `verify_`,
+    which xDSL's verify calls after its generic checks of the op's shape
+    (operand, result and property kinds), runs it."""
+
+    def check(self) -> None:
+        pass
+
+    def verify_(self) -> None:
+        self.check()
+
 
 @irdl_op_definition
-class KernelOp(IRDLOperation):
+class KernelOp(CopyOp):
     """A kernel: HBM ref parameters and a body of copy ops.
 
     `copy.kernel @name(%a : !copy.ref<16x128xf32, hbm>) { ... }`. Parameter
@@ -515,7 +533,7 @@ class KernelOp(IRDLOperation):
         """Each parameter's name; `argN` for one the IR left unnamed."""
         return [a.name_hint or f"arg{i}" for i, a in enumerate(self.params)]
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         seen = set()
         for arg, name in zip(self.params, self.param_names, strict=True):
             try:
@@ -563,7 +581,7 @@ class KernelOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AllocOp(IRDLOperation):
+class AllocOp(CopyOp):
     """Scratch memory in VMEM or SMEM: `%buf = copy.alloc : !copy.ref<...>`."""
 
     name = "copy.alloc"
@@ -576,7 +594,7 @@ class AllocOp(IRDLOperation):
         super().__init__(result_types=[type])
         set_name(self.result, name)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         type = expect_ref("alloc", "result", self.result)
         if type.space_name == "hbm":
             raise CopyIRError(
@@ -587,7 +605,7 @@ class AllocOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SemaphoreOp(IRDLOperation):
+class SemaphoreOp(CopyOp):
     """A DMA semaphore, or an array of them: `%s = copy.semaphore : !copy.sem`."""
 
     name = "copy.semaphore"
@@ -601,7 +619,7 @@ class SemaphoreOp(IRDLOperation):
         super().__init__(result_types=[type])
         set_name(self.result, name)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         type = self.result.type
         if not isinstance(type, SemaphoreArrayType):
             return
@@ -650,7 +668,7 @@ def ref_type(shape: tuple[int, ...], element_type: Attribute, space: str) -> Ref
 
 
 @irdl_op_definition
-class ViewOp(IRDLOperation):
+class ViewOp(CopyOp):
     """A view of a ref: unit-step slices and integer indices per dimension.
 
     `%v = copy.view %x[0:32, 5] : !copy.ref<64x8x128xf32, hbm>` views rows
@@ -704,12 +722,24 @@ class ViewOp(IRDLOperation):
         }
 
     def subscripts(self) -> list[Subscript]:
-        offsets, sizes = int_values(self.offsets), int_values(self.sizes)
-        dropped = set(int_values(self.dropped))
-        return [
-            (o, s, i in dropped)
-            for i, (o, s) in enumerate(zip(offsets, sizes, strict=False))
+        offsets, sizes, dropped = self.offsets, self.sizes, self.dropped
+        cached = self.__dict__.get("_subscripts")
+        if (
+            cached is not None
+            and cached[0] is offsets
+            and cached[1] is sizes
+            and cached[2] is dropped
+        ):
+            return cached[3]  # decoded once per op: verify and lowering ask often
+        indexed = set(int_values(dropped))
+        decoded = [
+            (o, s, i in indexed)
+            for i, (o, s) in enumerate(
+                zip(int_values(offsets), int_values(sizes), strict=False)
+            )
         ]
+        self.__dict__["_subscripts"] = (offsets, sizes, dropped, decoded)
+        return decoded
 
     def subscripts_text(self) -> str:
         return f"[{', '.join(self._subscript_texts())}]"
@@ -725,7 +755,7 @@ class ViewOp(IRDLOperation):
     def expression(self) -> str:
         return describe(self.source) + self.subscripts_text()
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         source = expect_ref("a view", "source", self.source)
         offsets, sizes = int_values(self.offsets), int_values(self.sizes)
         if offsets.count(DYNAMIC) != len(self.dynamic_offsets):
@@ -901,7 +931,7 @@ def _parse_subscript(
 
 
 @irdl_op_definition
-class SemIndexOp(IRDLOperation):
+class SemIndexOp(CopyOp):
     """One semaphore of an array: `%s = copy.sem_index %sems[1] : !copy.sem_array<2>`.
 
     Indexing fewer dimensions than the array has gives a smaller array.
@@ -943,7 +973,7 @@ class SemIndexOp(IRDLOperation):
     def expression(self) -> str:
         return describe(self.source) + self.subscripts_text()
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         indices = self.indices.get_values()
         type = self.source.type
         shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
@@ -1019,7 +1049,7 @@ def sem_index_result_type(source: Attribute, count: int) -> Attribute:
 
 
 @irdl_op_definition
-class DmaOp(IRDLOperation):
+class DmaOp(CopyOp):
     """Start a DMA, or wait for one: `make_async_copy(src, dst, sem)`.
 
     `copy.dma "start" %src, %dst, %sem add priority 1 : ...`. A start moves
@@ -1080,7 +1110,7 @@ class DmaOp(IRDLOperation):
     def label(self) -> str:
         return "copy_start" if self.is_start else "copy_wait"
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         check_action(self.action.data)
         src = expect_ref(self.label, "src", self.src)
         dst = expect_ref(self.label, "dst", self.dst)
@@ -1113,7 +1143,7 @@ def check_action(action: str) -> None:
 
 
 @irdl_op_definition
-class SyncCopyOp(IRDLOperation):
+class SyncCopyOp(CopyOp):
     """Synchronously copy a pytree of refs into another, leaf by leaf.
 
     `copy.sync_copy (%a, %b) -> {x: %va, y: %vb} add : !t0, !t1 -> !t2, !t3`.
@@ -1163,7 +1193,7 @@ class SyncCopyOp(IRDLOperation):
             pytree.parse_spec(self.dst_tree.data),
         )
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         src_tree, dst_tree = self.trees()
         for tree, values in ((src_tree, self.srcs), (dst_tree, self.dsts)):
             if tree.num_leaves != len(values):
@@ -1342,7 +1372,7 @@ def _print_tree(
 
 
 @irdl_op_definition
-class BufferedRefOp(IRDLOperation):
+class BufferedRefOp(CopyOp):
     """A BufferedRef: `%bx = copy.buffered_ref : !copy.buffered<...>`.
 
     Its window, `buffers` slots of one block each, lives in VMEM (or SMEM).
@@ -1358,7 +1388,7 @@ class BufferedRefOp(IRDLOperation):
         super().__init__(result_types=[type])
         set_name(self.result, name)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         type: BufferedRefType = self.result.type
         array = type.get_shape()
         RefType(array, type.element_type, "hbm")  # dtype and dimensions
@@ -1393,7 +1423,7 @@ def _block_text(block: Sequence[BlockDimAttr]) -> str:
 
 
 @irdl_op_definition
-class BufferedCopyOp(IRDLOperation):
+class BufferedCopyOp(CopyOp):
     """Copy between a plain ref and one window slot of a BufferedRef.
 
     `copy.buffered_copy %x -> %bx[7, 2] slot 0 : !copy.ref<...> -> !copy.buffered<...>`
@@ -1515,7 +1545,7 @@ class BufferedCopyOp(IRDLOperation):
             next(dynamic, None) if i == DYNAMIC else i for i in attr.get_values()
         )
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         if self.action is not None:
             check_action(self.action.data)
             expect_semaphore(f"buffered_copy {self.action.data}", "sem", self.sem)
@@ -1747,7 +1777,7 @@ def _print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
 
 
 @irdl_op_definition
-class ForOp(IRDLOperation):
+class ForOp(CopyOp):
     """A counted loop, or a grid of them: `copy.for %i in range(0, 8) {...}`,
     `copy.for %i, %j in grid(8, 3) {...}` (row-major, the last index
     fastest, as Pallas walks a grid).
@@ -1779,7 +1809,7 @@ class ForOp(IRDLOperation):
     def parallel_dims(self) -> tuple[int, ...]:
         return () if self.parallel is None else int_values(self.parallel)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         lower, upper = int_values(self.lower), int_values(self.upper)
         args = self.body.block.args
         if len(lower) != len(upper) or len(args) != len(lower) or not lower:
@@ -1857,7 +1887,7 @@ class ForOp(IRDLOperation):
 
 
 @irdl_op_definition
-class IndexOp(IRDLOperation):
+class IndexOp(CopyOp):
     """An index value, affine in others: `%slot = copy.index
     affine_map<(d0) -> (d0 mod 2)>(%i)`, dimension k being operand k."""
 
@@ -1867,7 +1897,7 @@ class IndexOp(IRDLOperation):
     map = prop_def(AffineMapAttr)
     result = result_def(IndexType)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         affine_map = self.map.data
         if (
             len(affine_map.results) != 1
@@ -1896,7 +1926,7 @@ class IndexOp(IRDLOperation):
 
 
 @irdl_op_definition
-class WhenOp(IRDLOperation):
+class WhenOp(CopyOp):
     """Run the body only where a condition holds (`pl.when`): `copy.when
     [affine_set<(d0) : (198 - d0 >= 0)>](%i) { ... }`, an `or` of the
     sets, dimension k being operand k."""
@@ -1909,7 +1939,7 @@ class WhenOp(IRDLOperation):
 
     traits = traits_def(NoTerminator())
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         for affine_set in self.condition.data:
             if (
                 affine_set.data.num_dims != len(self.args)
@@ -1940,7 +1970,7 @@ class WhenOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AsyncCopyOp(IRDLOperation):
+class AsyncCopyOp(CopyOp):
     """A copy descriptor, `pltpu.make_async_copy(src, dst, sem)`:
     `%c = copy.async_copy %src, %dst, %sem : ...`. It names its three
     values as evaluated where it is made; `copy.async_dma` starts or waits
@@ -1957,7 +1987,7 @@ class AsyncCopyOp(IRDLOperation):
         "$src `,` $dst `,` $sem attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
     )
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         src = expect_ref("async_copy", "src", self.src)
         dst = expect_ref("async_copy", "dst", self.dst)
         expect_semaphore("async_copy", "sem", self.sem)
@@ -1972,7 +2002,7 @@ class AsyncCopyOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AsyncDmaOp(IRDLOperation):
+class AsyncDmaOp(CopyOp):
     """Start or wait a descriptor: `copy.async_dma "start" %c add priority 1`
     is `c.start()`, `"wait"` is `c.wait()`; the action is exactly `start`
     or `wait`, as every action copyir names."""
@@ -1996,7 +2026,7 @@ class AsyncDmaOp(IRDLOperation):
     def priority_value(self) -> int:
         return self.priority.value.data if self.priority is not None else 0
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         check_action(self.action.data)
         if not self.is_start:
             for option, given in (
@@ -2010,7 +2040,7 @@ class AsyncDmaOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ComputeOp(IRDLOperation):
+class ComputeOp(CopyOp):
     """An elementwise computation into a ref of VMEM or SMEM:
     `copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : ...`, operand `$k`
     being the k-th input (see `copyir.compute`). Every input has the
@@ -2027,7 +2057,7 @@ class ComputeOp(IRDLOperation):
 
         return parse(self.expression.data)
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         from copyir.compute import check
 
         dst = expect_ref("a computation", "destination", self.dst)
