@@ -19,9 +19,9 @@ into a strided stack of views of its buffer (one stack per buffer, shape
 and strides), so no view is built per copy in advance and none is checked
 at run time.
 
-Each run gets fresh arenas, one per memory space, sized to what the
-program allocates: the arrays a run returns are views of its own arenas,
-never changed by a later run. An input parameter the program never writes
+Each run gets fresh memory, one array per buffer (sized to what the
+program allocates): the arrays a run returns are its own, never changed by
+a later run. An input parameter the program never writes
 is read in place (read-only) instead of being copied. Bytes nobody ever
 writes hold poison: every byte 0xFF, which is NaN in every float type, -1
 in signed integers, the maximum in unsigned ones and True in bool.
@@ -41,7 +41,6 @@ from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
 from copyir.stream import COMPUTE, INVALIDATE, START, Buffer, Origin, Stream
-from copyir.tables import group_rows
 from copyir.validate import Access, Validated, validate_stream
 
 from . import coverage, protocol
@@ -119,12 +118,13 @@ def prepare(
     validated = validate_stream(stream, order)
     check_names(stream, provided)
     trace = validated.trace
-    rows = stream.instructions[trace.row]
-    op = rows["op"].astype(np.int64)
-    events = protocol.Events(op, trace.sem, rows["bytes"].astype(np.int64))
+    table = stream.instructions
+    op = table["op"][trace.row].astype(np.int64)
+    events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
     src, dst = validated.src, validated.dst
     at = np.searchsorted(dst.events, src.events)
-    parts = [_dma_ends(src, _subset(dst, at), rows["add"][src.events])]
+    add = table["add"][trace.row[src.events]]
+    parts = [_dma_ends(src, _subset(dst, at), add)]
     for operand in validated.operands:
         parts.append(_instant_ends(operand, write=False, invalidate=False))
     for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
@@ -341,78 +341,80 @@ class Executable:
         is one (buffer, shape, strides) of a kind of end."""
         self._signatures: list[tuple[int, tuple, tuple]] = []
         index: dict[tuple, int] = {}
+        validated = program.validated
+        table = self.stream.instructions
 
-        def stacks_of(access: Access) -> list[int]:
-            keys = np.concatenate(
-                [
-                    access.buffer[:, None],
-                    access.rank[:, None],
-                    access.shape,
-                    access.strides,
-                ],
-                axis=1,
-            )
-            firsts, group = group_rows(keys)
-            rank = access.shape.shape[1]
+        def stacks_of(access: Access, end: str) -> np.ndarray:
+            """Each end's stack: one per (buffer, shape, strides), found once
+            per (kind, buffer) pair."""
+            nb = len(self.stream.buffers)
+            key = access.kind * nb + access.buffer
+            kinds, group = np.unique(key, return_inverse=True)
             numbers = []
-            for key in keys[firsts].tolist():
-                r = key[1]
-                sig = (
-                    key[0],
-                    tuple(key[2 : 2 + r]),
-                    tuple(key[2 + rank : 2 + rank + r]),
-                )
-                numbers.append(index.setdefault(sig, len(index)))
-                if len(self._signatures) < len(index):
+            for k in kinds.tolist():
+                kind, buffer = divmod(k, nb)
+                row = kind // validated.width
+                rank = int(table["rank"][row])
+                shape = tuple(int(x) for x in table["shape"][row][:rank])
+                sig = (buffer, shape, validated.strides(self.stream, kind, end))
+                if sig not in index:
+                    index[sig] = len(self._signatures)
                     self._signatures.append(sig)
-            return np.array(numbers, np.int64)[group].tolist() if len(keys) else []
+                numbers.append(index[sig])
+            return np.array(numbers, np.int64)[group.reshape(-1)]
 
-        src_stack, dst_stack = (
-            stacks_of(program.validated.src),
-            stacks_of(program.validated.dst),
-        )
-        src, dst = program.validated.src, program.validated.dst
-        src_stack, dst_stack = np.array(stacks_of(src)), np.array(stacks_of(dst))
-        rows = self.stream.instructions[program.trace.row]
+        src, dst = validated.src, validated.dst
+        src_stack, dst_stack = stacks_of(src, "src"), stacks_of(dst, "dst")
+        rows = program.trace.row
         dma = np.searchsorted(src.events, self._moved)  # each move's DMA
         at = np.searchsorted(dst.events, self._moved)
-        columns = (
-            src_stack[dma] if len(dma) else dma,
-            src.offset[dma],
-            dst_stack[at] if len(at) else at,
-            dst.offset[at],
-            rows["add"][self._moved].astype(np.int64),
+        moves = np.stack(
+            [
+                table["add"][rows[self._moved]].astype(np.int64),
+                src_stack[dma] if len(dma) else dma,
+                src.offset[dma],
+                dst_stack[at] if len(at) else at,
+                dst.offset[at],
+            ],
+            axis=1,
         )
-        moves = list(zip(*(c.tolist() for c in columns), strict=True))
-        computes = np.flatnonzero(rows["op"] == COMPUTE)
+        self._functions: list = []
+        self._operands: list[list[tuple[int, int]]] = []
+        computes = np.flatnonzero(table["op"][rows] == COMPUTE)
         if not len(computes):
-            self._moves = moves
+            self._steps = moves
             return
-        dst_at = {e: k for k, e in enumerate(dst.events.tolist())}
-        operands = program.validated.operands
-        operand_at = [{e: k for k, e in enumerate(o.events.tolist())} for o in operands]
-        operand_stacks = [stacks_of(o) for o in operands]
-        functions = {}
-        moments = self._moments.tolist()
-        steps = [
-            ((m, 1, i), move)
-            for i, (m, move) in enumerate(zip(moments, moves, strict=True))
-        ]
-        for event in computes.tolist():
-            number = int(rows["compute"][event])
+        operands = validated.operands
+        operand_at = [np.searchsorted(o.events, computes) for o in operands]
+        operand_stacks = [stacks_of(o, "src") for o in operands]
+        numbers = {}
+        steps = np.zeros((len(computes), 5), np.int64)
+        for j, event in enumerate(computes.tolist()):
+            entry = table[rows[event]]
+            number = int(entry["compute"])
             spec = self.stream.computes[number - 1]
-            if number not in functions:
-                dtype = DTYPES[int(rows["dtype"][event])].numpy
-                functions[number] = compile_expression(parse(spec.expression), dtype)
-            inputs = []
-            for k in range(len(spec.operands)):
-                j = operand_at[k][event]
-                inputs.append((operand_stacks[k][j], int(operands[k].offset[j])))
-            d = dst_at[event]
-            step = (functions[number], inputs, int(dst_stack[d]), int(dst.offset[d]), 2)
-            steps.append(((event, 0, 0), step))
-        steps.sort(key=lambda item: item[0])
-        self._moves = [step for _, step in steps]
+            if number not in numbers:
+                numbers[number] = len(self._functions)
+                dtype = DTYPES[int(entry["dtype"])].numpy
+                self._functions.append(
+                    compile_expression(parse(spec.expression), dtype)
+                )
+            self._operands.append(
+                [
+                    (
+                        int(operand_stacks[k][operand_at[k][j]]),
+                        int(operands[k].offset[operand_at[k][j]]),
+                    )
+                    for k in range(len(spec.operands))
+                ]
+            )
+            steps[j] = (2, numbers[number], j, 0, 0)
+        at = np.searchsorted(dst.events, computes)
+        steps[:, 3], steps[:, 4] = dst_stack[at], dst.offset[at]
+        # Computations run at their event, moves after the event they follow.
+        key = np.concatenate([computes * 2, self._moments * 2 + 1])
+        order = np.argsort(key, kind="stable")
+        self._steps = np.concatenate([steps, moves])[order]
 
     def _stacks(self, flats: dict[int, np.ndarray]) -> list[np.ndarray]:
         """One strided stack per signature: `stack[offset]` is the box of
@@ -455,31 +457,18 @@ class Executable:
             else:
                 np.copyto(views[i], array)
         self._views = views
-        stacks = self._stacks(flats)
-        self._bound = [
-            (
-                (src, [(stacks[si], o) for si, o in so], stacks[di], do, kind)
-                if kind == 2
-                else (stacks[src], so, stacks[di], do, kind)
-            )
-            for src, so, di, do, kind in self._moves
-        ]
+        self._bound = self._stacks(flats)
         self.execute()
         return {name: views[i] for name, i in self.params.items()}
 
     def _fresh_views(self) -> dict[int, np.ndarray]:
-        """New arenas for one run, poison where nobody writes."""
-        sizes: dict[str, int] = {}
-        for i, buffer in enumerate(self.stream.buffers):
-            if i not in self._aliased:
-                end = buffer.address + buffer.nbytes
-                sizes[buffer.space] = max(sizes.get(buffer.space, 0), end)
-        arenas = {space: _arena(space, size) for space, size in sizes.items()}
+        """New memory for one run, one array per buffer (buffers never share
+        bytes), poison where nobody writes."""
         views = {}
         for i, buffer in enumerate(self.stream.buffers):
             if i in self._aliased:
                 continue
-            data = arenas[buffer.space][buffer.address : buffer.address + buffer.nbytes]
+            data = _arena(buffer.space, buffer.nbytes)
             views[i] = data.view(BY_NAME[buffer.dtype].numpy).reshape(buffer.shape)
             item = BY_NAME[buffer.dtype].itemsize
             for lo, hi in self._poison.get(i, ()):
@@ -500,14 +489,17 @@ class Executable:
         the benchmarks time: the compiled stream alone).
         """
         copyto, add_to = np.copyto, np.add
-        for src, so, dst, do, kind in self._bound:
+        stacks, functions, operands = self._bound, self._functions, self._operands
+        columns = (c.tolist() for c in self._steps.T)
+        for kind, a, b, c, d in zip(*columns, strict=True):
             if kind == 0:
-                copyto(dst[do], src[so])
+                copyto(stacks[c][d], stacks[a][b])
             elif kind == 1:
-                target = dst[do]
-                add_to(target, src[so], out=target)
+                target = stacks[c][d]
+                add_to(target, stacks[a][b], out=target)
             else:
-                copyto(dst[do], src([stack[o] for stack, o in so]))
+                args = [stacks[stack][offset] for stack, offset in operands[b]]
+                copyto(stacks[c][d], functions[a](args))
 
 
 def _parallel_order(stream: Stream, mode: str, seed: int) -> dict[int, np.ndarray]:

@@ -110,18 +110,18 @@ class StreamProblem(Exception):
 @dataclass(frozen=True)
 class Access:
     """One kind of end (sources, destinations, a computation's k-th
-    operand) of the events that have it: resolved boxes, and what executing
-    them needs (shape, strides, dtype)."""
+    operand) of the events that have it, resolved into boxes.
+
+    `kind` says where an end's static fields live: instruction row
+    `kind // width` of the table, and operand `kind % width - 1` of its
+    computation (0 for the instruction's own source or destination)."""
 
     events: np.ndarray
     buffer: np.ndarray
     offset: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
-    shape: np.ndarray
-    strides: np.ndarray
-    rank: np.ndarray
-    dtype: np.ndarray
+    kind: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,18 @@ class Validated:
     """The destination of each start, computation and invalidation."""
     operands: list[Access]
     """Per operand position, the computations' operands."""
+    width: int
+    """The kinds of end per instruction row (see `Access.kind`)."""
+
+    def strides(self, stream: Stream, kind: int, end: str) -> tuple[int, ...]:
+        """The strides of a kind of end (`end` is `src` or `dst` for an
+        instruction's own)."""
+        row, k = divmod(kind, self.width)
+        entry = stream.instructions[row]
+        if k == 0:
+            return tuple(int(x) for x in entry[f"{end}_strides"][: entry["rank"]])
+        compute = stream.computes[int(entry["compute"]) - 1]
+        return compute.operands[k - 1].strides
 
 
 def validate_stream(
@@ -152,8 +164,8 @@ def validate_stream(
     except StreamProblem as problem:
         raise locate(stream, problem) from None
     trace = expand(stream, order)
-    rows = stream.instructions[trace.row]
-    op = rows["op"]
+    table = stream.instructions
+    op = table["op"][trace.row]
     used = (op == START) | (op == WAIT)
     bad = used & ((trace.sem < 0) | (trace.sem >= stream.semaphores))
     if bad.any():
@@ -165,73 +177,76 @@ def validate_stream(
                 sem=int(trace.sem[event]), count=stream.semaphores
             ),
         )
-    rank = stream.instructions.dtype["shape"].shape[0]
+    rank = table.dtype["shape"].shape[0]
+    width = trace.operands.shape[1] + 1
+    shapes = table["shape"].reshape(len(table), rank)
 
-    def access(events, label, space, address, strides, kind=0) -> Access:
-        part = rows[events]
-        shape = part["shape"].reshape(len(part), rank)
+    def access(events, label, space, address, strides, k=0) -> Access:
+        rows = trace.row[events]
+        kinds = rows * width + k
         try:
             ends = resolve_ends(
                 layout,
                 label,
-                part["dtype"],
-                part["rank"],
-                shape,
-                strides,
+                table["dtype"][rows],
+                table["rank"][rows],
+                shapes[rows],
+                strides[rows],
                 space,
                 address,
-                trace.row[events] * (trace.operands.shape[1] + 1) + kind,
+                kinds,
             )
         except StreamProblem as problem:
             raise trace.fail(
                 stream, int(events[problem.row]), problem.message
             ) from None
-        return Access(
-            events,
-            ends.buffer,
-            ends.offset,
-            ends.lo,
-            ends.hi,
-            shape,
-            strides,
-            part["rank"].astype(np.int64),
-            part["dtype"].astype(np.int64),
-        )
+        return Access(events, ends.buffer, ends.offset, ends.lo, ends.hi, kinds)
 
-    def strides_of(events, column) -> np.ndarray:
-        return rows[column][events].reshape(len(events), rank)
+    def column(name: str, events) -> np.ndarray:
+        return table[name][trace.row[events]]
 
     starts = np.flatnonzero(op == START)
     boxed = np.flatnonzero(op != WAIT)
     src = access(
         starts,
         "source",
-        rows["src_space"][starts],
+        column("src_space", starts),
         trace.src_address[starts],
-        strides_of(starts, "src_strides"),
+        table["src_strides"].reshape(len(table), rank),
     )
     dst = access(
         boxed,
         "destination",
-        rows["dst_space"][boxed],
+        column("dst_space", boxed),
         trace.dst_address[boxed],
-        strides_of(boxed, "dst_strides"),
+        table["dst_strides"].reshape(len(table), rank),
     )
     computes = np.flatnonzero(op == COMPUTE)
-    specs = [stream.computes[int(c) - 1] for c in rows["compute"][computes]]
+    compute_of = table["compute"].astype(np.int64)
     operands = []
-    for k in range(trace.operands.shape[1]):
-        mine = np.array([k < len(c.operands) for c in specs], bool)
-        events = computes[mine]
-        chosen = [c.operands[k] for c, m in zip(specs, mine, strict=True) if m]
-        space = np.array([SPACES.index(o.space) for o in chosen], np.int64)
-        strides = np.zeros((len(events), rank), np.int64)
-        for i, o in enumerate(chosen):
-            strides[i, : len(o.strides)] = o.strides
+    for k in range(width - 1):
+        # Per instruction row, this operand's space and strides (if any).
+        spaces = np.zeros(len(table), np.int64)
+        strides = np.zeros((len(table), rank), np.int64)
+        has = np.zeros(len(table), bool)
+        for row in np.flatnonzero(compute_of):
+            spec = stream.computes[compute_of[row] - 1].operands
+            if k < len(spec):
+                has[row] = True
+                spaces[row] = SPACES.index(spec[k].space)
+                strides[row, : len(spec[k].strides)] = spec[k].strides
+        events = computes[has[trace.row[computes]]]
         operands.append(
-            access(events, "operand", space, trace.operands[events, k], strides, k + 1)
+            access(
+                events,
+                "operand",
+                spaces[trace.row[events]],
+                trace.operands[events, k],
+                strides,
+                k + 1,
+            )
         )
-    return Validated(layout, trace, src, dst, operands)
+    return Validated(layout, trace, src, dst, operands, width)
 
 
 def locate(stream: Stream, problem: StreamProblem) -> CopyIRError:
