@@ -37,6 +37,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 from copyir.dialects.copy import (
     ForOp,
     IndexOp,
+    PipelineOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreType,
@@ -163,7 +164,9 @@ class Accesses:
         if isinstance(owner, IndexOp):
             args = [self.index(a) for a in owner.args]
             expr = owner.map.data.results[0].replace_dims_and_symbols(args, [])
-        elif isinstance(owner, Block) and isinstance(owner.parent_op(), ForOp):
+        elif isinstance(owner, Block) and isinstance(
+            owner.parent_op(), ForOp | PipelineOp
+        ):
             expr = AffineExpr.dimension(self.dim(value))
         else:
             raise ValueError(f"{value} is not an index value")

@@ -186,6 +186,33 @@ EMPTY_LOOP = (
     "at least once"
 )
 MALFORMED_LOOP = "Malformed loop: {why}"
+# Pipelines. Verbatim from Pallas:
+OUTPUT_BUFFERS = "Buffer count >2 not supported for output buffered refs."
+PARALLEL_PREFIX = "Dimensions with parallel semantics must form a prefix of the grid."
+REVISITED = (
+    "Revisited block {block} of output {output} in iteration {iteration}. The "
+    "block was previously visited in iterations {first} through {last} ."
+)
+# copyir's own:
+MALFORMED_PIPELINE = "Malformed pipeline: {why}"
+PIPELINE_TOO_LARGE = (
+    "A pipeline's grid of {steps} steps is more than the {limit} allowed"
+)
+PIPELINE_OPERAND_SPACE = "Pipeline operand {name} must be in hbm, got {type}"
+INDEX_MAP_RANK = (
+    "The index map of {name}, {map}, must take the grid's {grid} indices to "
+    "{rank} block indices"
+)
+PARALLEL_REVISIT = (
+    "Output {output} ({name}) visits block {block} in iterations {first} and "
+    "{second}, which differ in parallel dimension {dim}: iterations of a "
+    "parallel dimension run on different cores and must not share an output block"
+)
+IRREGULAR_INDEX_MAP = (
+    "The index map of {name} changes its block irregularly over the grid: "
+    "copyir keeps a pipeline's schedule as loops and needs block changes that "
+    "an affine condition describes ({why})"
+)
 NOT_AT_TOP_LEVEL = (
     "{op} makes a buffer or a semaphore once per kernel: it must be at the top "
     "level of the kernel, not inside a loop or a when"

@@ -30,6 +30,12 @@ def _verify() -> type[ModulePass]:
     return VerifyPass
 
 
+def _expand_pipelines() -> type[ModulePass]:
+    from copyir.passes.expand_pipelines import ExpandPipelinesPass
+
+    return ExpandPipelinesPass
+
+
 def _expand_pytree_copies() -> type[ModulePass]:
     from copyir.passes.expand_pytree_copies import ExpandPytreeCopiesPass
 
@@ -56,6 +62,7 @@ def _convert_copy_to_dma() -> type[ModulePass]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "verify": _verify,
+    "expand-pipelines": _expand_pipelines,
     "expand-pytree-copies": _expand_pytree_copies,
     "expand-windows": _expand_windows,
     "assign-addresses": _assign_addresses,
@@ -64,6 +71,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 """Pass name -> a function returning its class, as xDSL's pipeline parser wants."""
 
 LOWERING = (
+    "expand-pipelines",
     "expand-pytree-copies",
     "expand-windows",
     "assign-addresses",

@@ -60,6 +60,7 @@ from copyir.dialects.copy import (
     DmaOp,
     ForOp,
     IndexOp,
+    InvalidateOp,
     KernelOp,
     RefType,
     SemaphoreArrayType,
@@ -223,6 +224,9 @@ class _Lowering:
         if isinstance(op, ComputeOp):
             out.append(self.compute(op, context))
             return
+        if isinstance(op, InvalidateOp):
+            out.append(self.invalidate(op, context))
+            return
         if isinstance(op, AllocOp):
             if ADDRESS not in op.attributes:
                 raise self.needs("assign-addresses", "an alloc has no address", op)
@@ -325,6 +329,19 @@ class _Lowering:
         if predicate is not None:
             properties["predicate"] = predicate
         return dma.StartOp.create(properties=properties, location=location)
+
+    def invalidate(self, op: InvalidateOp, context: _Context) -> Operation:
+        space, address, shape, strides = self.strided(op.ref)
+        properties = {
+            "space": string_attr(space),
+            "address": context.value(address),
+            "strides": i64_array(tuple(strides)),
+            "element_type": op.ref.type.element_type,
+            "shape": i64_array(tuple(shape)),
+        }
+        if (predicate := context.predicate()) is not None:
+            properties["predicate"] = predicate
+        return dma.InvalidateOp.create(properties=properties, location=op.location)
 
     def compute(self, op: ComputeOp, context: _Context) -> Operation:
         space, address, shape, strides = self.strided(op.dst)

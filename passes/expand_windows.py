@@ -70,6 +70,7 @@ from copyir.dialects.copy import (
     Subscript,
     ViewOp,
     WhenOp,
+    WindowOp,
     check_block_indices,
     describe,
     kernel_level,
@@ -174,6 +175,24 @@ class AllocateWindow(RewritePattern):
         set_name(window.results[0], op.result.name_hint)
         self.windows[op.result] = window.results[0]
         rewriter.insert(window, InsertPoint.before(op))
+
+
+class ExpandWindow(RewritePattern):
+    """A view of one window slot becomes a view of the window buffer."""
+
+    def __init__(self, windows: dict[SSAValue, SSAValue]):
+        self.windows = windows
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: WindowOp, rewriter: PatternRewriter) -> None:
+        type: BufferedRefType = op.bref.type
+        kept = [
+            (0, b.size.data, False) for b in type.block_dims if b.kind.data != SQUEEZED
+        ]
+        view = _view(
+            self.windows[op.bref], [(op.slot_value, 1, True), *kept], op.location
+        )
+        rewriter.replace(op, [view], [view.results[0]])
 
 
 class ExpandBufferedCopy(RewritePattern):
@@ -313,7 +332,11 @@ class ExpandWindowsPass(ModulePass):
         windows: dict[SSAValue, SSAValue] = {}
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [AllocateWindow(windows), ExpandBufferedCopy(windows)],
+                [
+                    AllocateWindow(windows),
+                    ExpandWindow(windows),
+                    ExpandBufferedCopy(windows),
+                ],
                 dce_enabled=False,
             ),
             apply_recursively=False,

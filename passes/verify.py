@@ -42,6 +42,7 @@ from copyir.dialects.copy import (
     DmaOp,
     ForOp,
     KernelOp,
+    PipelineOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
@@ -115,6 +116,10 @@ def _verify_op(
             op.verify_accesses(accesses)
         if domain.loops:
             _check_over_domain(op, accesses, domain)
+        if isinstance(op, PipelineOp):
+            from copyir.pipelines import analyse
+
+            analyse(op)
         _check_capacity(op, target)
     except VerifyException as err:
         raise CopyIRError(str(err), loc_of(op.location)) from None
@@ -144,6 +149,12 @@ def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
         loops = [
             Loop(accesses.dim(index), lo, hi, describe(index))
             for index, (lo, hi) in zip(op.indices, op.bounds, strict=True)
+        ]
+        return domain.inside(loops)
+    if isinstance(op, PipelineOp):
+        loops = [
+            Loop(accesses.dim(index), 0, extent, describe(index))
+            for index, extent in zip(op.indices, op.grid_shape, strict=False)
         ]
         return domain.inside(loops)
     if isinstance(op, WhenOp):

@@ -1389,7 +1389,12 @@ class BufferedRefOp(CopyOp):
         set_name(self.result, name)
 
     def check(self) -> None:
-        type: BufferedRefType = self.result.type
+        self.check_type(self.result.type, describe(self.result))
+
+    @staticmethod
+    def check_type(type: BufferedRefType, name: str) -> None:
+        """A BufferedRef's type: the block shape against the array, the
+        buffer count, the window's space (a pipeline's operands too)."""
         array = type.get_shape()
         RefType(array, type.element_type, "hbm")  # dtype and dimensions
         block = type.block_dims
@@ -1403,8 +1408,7 @@ class BufferedRefOp(CopyOp):
             if b.kind.data not in BLOCK_KINDS:
                 raise CopyIRError(
                     errors.MALFORMED_VIEW.format(
-                        name=describe(self.result),
-                        why=f"unknown block kind {b.kind.data}",
+                        name=name, why=f"unknown block kind {b.kind.data}"
                     )
                 )
             if b.kind.data != SQUEEZED and not 1 <= b.size.data <= extent:
@@ -2128,6 +2132,339 @@ class ComputeOp(CopyOp):
         )
 
 
+@irdl_op_definition
+class InvalidateOp(CopyOp):
+    """Mark a ref's memory unwritten again: `copy.invalidate %w : !copy.ref<...>`.
+
+    Reading it before something writes it is a read of memory nobody wrote,
+    as for fresh scratch; a pipeline marks an output window so at a block's
+    first visit, so that a body that reads it before writing is caught.
+    """
+
+    name = "copy.invalidate"
+
+    ref = operand_def()
+
+    assembly_format = "$ref attr-dict `:` type($ref)"
+
+    def check(self) -> None:
+        expect_ref("invalidate", "ref", self.ref)
+
+
+@irdl_op_definition
+class WindowOp(CopyOp):
+    """One slot of a BufferedRef's window as a ref: `%w = copy.window
+    %bx[%slot] : !copy.buffered<...>` (Pallas' `BufferedRef.current_ref`),
+    the block shape without its squeezed dimensions, in the window's space."""
+
+    name = "copy.window"
+
+    bref = operand_def(BufferedRefType)
+    dynamic_slot = opt_operand_def(IndexType)
+    slot = opt_prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    @property
+    def slot_value(self) -> int | SSAValue:
+        if self.dynamic_slot is not None:
+            return self.dynamic_slot
+        return self.slot.value.data if self.slot is not None else 0
+
+    @staticmethod
+    def slot_type(bref: BufferedRefType) -> RefType:
+        window = bref.window_type
+        return ref_type(window.get_shape()[1:], window.element_type, window.space_name)
+
+    def check(self) -> None:
+        bref: BufferedRefType = self.bref.type
+        slot = self.slot_value
+        if isinstance(slot, int) and not 0 <= slot < bref.buffers.data:
+            raise CopyIRError(
+                errors.SLOT_OUT_OF_RANGE.format(
+                    slot=slot, bref=describe(self.bref), buffers=bref.buffers.data
+                )
+            )
+        if self.result.type != self.slot_type(bref):
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=describe(self.bref),
+                    why=f"its type should be {describe_type(self.slot_type(bref))}",
+                )
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WindowOp:
+        bref = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        slot = parser.parse_optional_unresolved_operand()
+        properties: dict[str, Attribute] = {}
+        if slot is None:
+            properties["slot"] = IntegerAttr(_parse_i64(parser), i64)
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(":")
+        type = parser.parse_type()
+        operands = [parser.resolve_operand(bref, type)]
+        if slot is not None:
+            operands.append(parser.resolve_operand(slot, IndexType()))
+        result = cls.slot_type(type) if isinstance(type, BufferedRefType) else type
+        return cls.create(
+            operands=operands, properties=properties, result_types=[result]
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.bref)
+        printer.print_string("[")
+        slot = self.slot_value
+        if isinstance(slot, SSAValue):
+            printer.print_operand(slot)
+        else:
+            printer.print_string(str(slot))
+        printer.print_string("] : ")
+        printer.print_attribute(self.bref.type)
+
+
+IN, OUT = 0, 1
+
+
+@irdl_op_definition
+class PipelineOp(CopyOp):
+    """`pltpu.emit_pipeline`: stream blocks of HBM refs through VMEM windows
+    over a grid, running the body once per grid point on the current
+    windows.
+
+    `copy.pipeline grid(8, 3) in %x block [128, 128] index affine_map<(d0,
+    d1) -> (d0, d1)> buffers 3, out %y block [...] index ... buffers 2
+    (%xw, %yw, %i, %j) { ... }`: each operand is an input or an output, with
+    a block shape (as a BufferedRef's), an index map from the grid indices
+    to block indices and a buffer count; the body's arguments are the
+    operands' windows (VMEM refs of the block shape, squeezed dimensions
+    dropped), then the grid indices. `parallel [0]` names the grid's
+    parallel dimensions (a prefix); `no_pipelining` copies every block in
+    and out synchronously around each step. `expand-pipelines` lowers it to
+    loops of asynchronous window copies, with Pallas' schedule
+    (`copyir.pipelines`).
+    """
+
+    name = "copy.pipeline"
+
+    refs = var_operand_def()
+    grid = prop_def(DenseArrayBase[I64])
+    directions = prop_def(DenseArrayBase[I64])
+    blocks = prop_def(ArrayAttr[ArrayAttr[BlockDimAttr]])
+    index_maps = prop_def(ArrayAttr[AffineMapAttr])
+    buffers = prop_def(DenseArrayBase[I64])
+    parallel = opt_prop_def(DenseArrayBase[I64])
+    no_pipelining = opt_prop_def(UnitAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return int_values(self.grid)
+
+    @property
+    def parallel_dims(self) -> tuple[int, ...]:
+        return () if self.parallel is None else int_values(self.parallel)
+
+    @property
+    def windows(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[: len(self.refs)])
+
+    @property
+    def indices(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[len(self.refs) :])
+
+    def specs(self) -> list[tuple[SSAValue, bool, BufferedRefType, AffineMapAttr]]:
+        """Per operand: the ref, whether it is an output, its BufferedRef
+        type (block shape, buffers, window) and its index map."""
+        found = []
+        for ref, direction, block, index_map, buffers in zip(
+            self.refs,
+            int_values(self.directions),
+            self.blocks.data,
+            self.index_maps.data,
+            int_values(self.buffers),
+            strict=False,
+        ):
+            type = ref.type
+            shape = type.get_shape() if isinstance(type, RefType) else ()
+            element = type.element_type if isinstance(type, RefType) else i64
+            bref = BufferedRefType(shape, element, block.data, buffers, "vmem")
+            found.append((ref, direction == OUT, bref, index_map))
+        return found
+
+    @staticmethod
+    def window_types(refs_types: Sequence[Attribute], blocks) -> list[Attribute]:
+        """The body's window types, from the operands' types and blocks."""
+        types = []
+        for type, block in zip(refs_types, blocks, strict=False):
+            kept = [b.size.data for b in block.data if b.kind.data != SQUEEZED]
+            element = type.element_type if isinstance(type, RefType) else i64
+            types.append(ref_type(tuple(kept), element, "vmem"))
+        return types
+
+    def check(self) -> None:
+        grid = self.grid_shape
+        if any(extent < 1 for extent in grid) or not grid:
+            text = ", ".join(map(str, grid)) + ("," if len(grid) == 1 else "")
+            raise CopyIRError(errors.GRID_NOT_POSITIVE.format(grid=f"({text})"))
+        counts = {
+            len(self.refs),
+            len(int_values(self.directions)),
+            len(self.blocks.data),
+            len(self.index_maps.data),
+            len(int_values(self.buffers)),
+        }
+        if len(counts) != 1:
+            raise CopyIRError(
+                errors.MALFORMED_PIPELINE.format(why="its specs disagree in number")
+            )
+        parallel = self.parallel_dims
+        if list(parallel) != list(range(len(parallel))) or len(parallel) > len(grid):
+            raise CopyIRError(errors.PARALLEL_PREFIX)
+        args = self.body.block.args
+        if len(args) != len(self.refs) + len(grid):
+            raise CopyIRError(
+                errors.MALFORMED_PIPELINE.format(
+                    why="its body takes a window per operand and an index per "
+                    "grid dimension"
+                )
+            )
+        for number, (ref, output, bref, index_map) in enumerate(self.specs()):
+            type = expect_ref("pipeline", "operand", ref)
+            if type.space_name != "hbm":
+                raise CopyIRError(
+                    errors.PIPELINE_OPERAND_SPACE.format(
+                        name=describe(ref), type=type.describe()
+                    )
+                )
+            BufferedRefOp.check_type(bref, describe(ref))
+            if output and bref.buffers.data > 2:
+                raise CopyIRError(errors.OUTPUT_BUFFERS)
+            affine_map = index_map.data
+            if (
+                affine_map.num_dims != len(grid)
+                or affine_map.num_symbols
+                or len(affine_map.results) != len(type.get_shape())
+            ):
+                raise CopyIRError(
+                    errors.INDEX_MAP_RANK.format(
+                        name=describe(ref),
+                        map=affine_map,
+                        grid=len(grid),
+                        rank=len(type.get_shape()),
+                    )
+                )
+            window = self.windows[number]
+            slot = bref.window_type
+            if window.type != ref_type(slot.get_shape()[1:], type.element_type, "vmem"):
+                raise CopyIRError(
+                    errors.MALFORMED_PIPELINE.format(
+                        why=f"the window of {describe(ref)} should be "
+                        f"{describe_type(bref.window_type)} without its slot"
+                    )
+                )
+        if any(not isinstance(i.type, IndexType) for i in self.indices):
+            raise CopyIRError(
+                errors.MALFORMED_PIPELINE.format(
+                    why="its grid indices are not index values"
+                )
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PipelineOp:
+        parser.parse_keyword("grid")
+        grid = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: _parse_i64(parser)
+        )
+        properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
+        if parser.parse_optional_keyword("parallel") is not None:
+            parallel = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: _parse_i64(parser)
+            )
+            properties["parallel"] = i64_array(tuple(parallel))
+        if parser.parse_optional_keyword("no_pipelining") is not None:
+            properties["no_pipelining"] = UnitAttr()
+
+        def spec():
+            direction = OUT if parser.parse_optional_keyword("out") else IN
+            if direction == IN:
+                parser.parse_keyword("in")
+            ref = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            type = parser.parse_type()
+            parser.parse_keyword("block")
+            block = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: BlockDimAttr.parse_block_dim(parser)
+            )
+            parser.parse_keyword("index")
+            index_map = parser.parse_attribute()
+            parser.parse_keyword("buffers")
+            buffers = _parse_i64(parser)
+            return (
+                direction,
+                parser.resolve_operand(ref, type),
+                block,
+                index_map,
+                buffers,
+            )
+
+        specs = parser.parse_comma_separated_list(parser.Delimiter.NONE, spec)
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
+        )
+        blocks = [ArrayAttr(s[2]) for s in specs]
+        types = cls.window_types([s[1].type for s in specs], blocks)
+        types += [IndexType()] * (len(names) - len(types))
+        args = [name.resolve(t) for name, t in zip(names, types, strict=False)]
+        body = parser.parse_region(args)
+        properties |= {
+            "directions": i64_array(tuple(s[0] for s in specs)),
+            "blocks": ArrayAttr(blocks),
+            "index_maps": ArrayAttr(s[3] for s in specs),
+            "buffers": i64_array(tuple(s[4] for s in specs)),
+        }
+        return cls.create(
+            operands=[s[1] for s in specs], properties=properties, regions=[body]
+        )
+
+    def print(self, printer: Printer) -> None:
+        grid = ", ".join(map(str, self.grid_shape))
+        printer.print_string(f" grid({grid})")
+        if self.parallel is not None:
+            printer.print_string(
+                f" parallel [{', '.join(map(str, self.parallel_dims))}]"
+            )
+        if self.no_pipelining is not None:
+            printer.print_string(" no_pipelining")
+        for k, (ref, direction, block, index_map, buffers) in enumerate(
+            zip(
+                self.refs,
+                int_values(self.directions),
+                self.blocks.data,
+                self.index_maps.data,
+                int_values(self.buffers),
+                strict=False,
+            )
+        ):
+            printer.print_string("," if k else "")
+            printer.print_string(" out " if direction == OUT else " in ")
+            printer.print_operand(ref)
+            printer.print_string(" : ")
+            printer.print_attribute(ref.type)
+            printer.print_string(" block [")
+            printer.print_list(block.data, lambda b: b.print_block_dim(printer))
+            printer.print_string("] index ")
+            printer.print_attribute(index_map)
+            printer.print_string(f" buffers {buffers}")
+        printer.print_string(" (")
+        printer.print_list(self.body.block.args, printer.print_operand)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
 Copy = Dialect(
     "copy",
     [
@@ -2146,6 +2483,9 @@ Copy = Dialect(
         AsyncCopyOp,
         AsyncDmaOp,
         ComputeOp,
+        InvalidateOp,
+        PipelineOp,
+        WindowOp,
     ],
     [
         RefType,
@@ -2171,7 +2511,9 @@ __all__ = [
     "DmaOp",
     "ForOp",
     "IndexOp",
+    "InvalidateOp",
     "KernelOp",
+    "PipelineOp",
     "RefType",
     "SemIndexOp",
     "SemaphoreArrayType",
@@ -2180,4 +2522,5 @@ __all__ = [
     "SyncCopyOp",
     "ViewOp",
     "WhenOp",
+    "WindowOp",
 ]
