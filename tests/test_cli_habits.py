@@ -384,7 +384,7 @@ def test_list_passes_shows_each_option(capsys):
         (
             "assign-adresses",
             "Unknown pass assign-adresses (did you mean assign-addresses?) (passes: "
-            "verify, expand-pytree-copies, expand-windows, assign-addresses, "
+            "verify, expand-pipelines, expand-pytree-copies, expand-windows, assign-addresses, "
             "convert-copy-to-dma)",
         ),
         (

@@ -348,6 +348,7 @@ def test_opt_lists_passes(capsys):
     names = [line.split()[0] for line in out if not line.startswith(" ")]
     assert names == [
         "verify",
+        "expand-pipelines",
         "expand-pytree-copies",
         "expand-windows",
         "assign-addresses",
