@@ -223,6 +223,12 @@ def _run_parser(commands) -> None:
         help="for random mode and --fill-inputs random: 0 to 2**63-1 (default 0)",
     )
     run.add_argument(
+        "--trace",
+        action="store_true",
+        help="print every event of the stream in program order (starts, waits, "
+        "computations, invalidations) with its loop iteration, before running",
+    )
+    run.add_argument(
         "--fill-inputs",
         choices=("zeros", "iota", "random"),
         help="bind every parameter not given by --input to zeros, to 0, 1, 2, "
@@ -567,9 +573,12 @@ def _run(args: argparse.Namespace) -> int:
         return _run_expecting(args, units)
 
     def work(unit: _Unit):
-        from copyir.backends.interpreter import run_stream
+        from copyir.backends.interpreter import run_stream, trace_lines
 
         stream, inputs = _stream_and_inputs(unit, args)
+        if args.trace:
+            out = sys.stderr if args.output == "-" else sys.stdout
+            out.write("".join(f"{line}\n" for line in trace_lines(stream)))
         return stream, run_stream(stream, inputs, args.mode, args.seed)
 
     status, results = _each(args, units, work)
