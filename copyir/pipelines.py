@@ -132,6 +132,19 @@ class Schedule:
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
 
+    def counter_at_step(self, operand: Operand, offset: int) -> AffineExpr:
+        """The counter at the point `offset` steps from the current one, in
+        the simplest form: the step number divided by the steps the block
+        stays put (equal to `counter` at `at_step(offset)` there)."""
+        if operand.follows is None:
+            return AffineExpr.constant(0)
+        stays = 1
+        for d in self.sequential:
+            if d > operand.follows:
+                stays *= self.grid[d]
+        step = self.linear() + offset
+        return step // stays if stays > 1 else step
+
     def changes(
         self, operand: Operand, point: list[AffineExpr]
     ) -> list[AffineConstraintExpr]:

@@ -35,6 +35,7 @@ rest of the lowering turns into the stream.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -53,6 +54,7 @@ from xdsl.ir.affine import (
     AffineConstantExpr,
     AffineConstraintExpr,
     AffineConstraintKind,
+    AffineDimExpr,
     AffineExpr,
     AffineMap,
     AffineSet,
@@ -87,10 +89,19 @@ class _Builder:
     """Appends ops to a list, turning affine expressions of the grid into
     index values of the loops in scope."""
 
-    def __init__(self, ops: list[Operation], grid: dict[int, SSAValue], location):
+    def __init__(
+        self,
+        ops: list[Operation],
+        grid: dict[int, SSAValue],
+        location,
+        known: ChainMap[str, SSAValue] | None = None,
+    ):
         self.ops = ops
         self.grid = grid
         self.location = location
+        self.known = ChainMap() if known is None else known
+        """Index values already made in scope, by expression: a `when`'s
+        body sees its parents' (they dominate it), not the reverse."""
 
     def add(self, op: Operation) -> Operation:
         op.location = self.location
@@ -108,12 +119,18 @@ class _Builder:
         mapped = expr.replace_dims_and_symbols(self.local(), [])
         if isinstance(mapped, AffineConstantExpr):
             return mapped.value
+        if isinstance(mapped, AffineDimExpr):
+            return self.grid[used[mapped.position]]
+        if str(mapped) in self.known:
+            return self.known[str(mapped)]
         op = IndexOp.create(
             operands=[self.grid[d] for d in used],
             properties={"map": AffineMapAttr(AffineMap(len(used), 0, (mapped,)))},
             result_types=[IndexType()],
         )
-        return self.add(op).results[0]
+        value = self.add(op).results[0]
+        self.known[str(mapped)] = value
+        return value
 
     def local(self) -> list[AffineExpr]:
         """Grid dimensions as the dimensions of an op over the loops in
@@ -124,36 +141,49 @@ class _Builder:
             local[dim] = AffineExpr.dimension(position)
         return local
 
-    def when(self, constraints: list[AffineConstraintExpr]) -> _Builder:
-        """A builder for the body of a `when` of the constraints (all must
-        hold); with none, the current builder itself."""
-        if not constraints:
+    def when(self, *cases: list[AffineConstraintExpr]) -> _Builder:
+        """A builder for the body of a `when` that holds where all the
+        constraints of one of the cases hold; the current builder itself
+        when a case has none (it always holds)."""
+        if not cases or any(not case for case in cases):
             return self
         local, used = self.local(), sorted(self.grid)
-        kept = tuple(
-            AffineConstraintExpr(
-                c.kind,
-                c.lhs.replace_dims_and_symbols(local, []),
-                c.rhs.replace_dims_and_symbols(local, []),
-                canonicalize=False,
-            )
-            for c in constraints
+        condition = ArrayAttr(
+            [
+                AffineSetAttr(
+                    AffineSet(
+                        len(used),
+                        0,
+                        tuple(
+                            AffineConstraintExpr(
+                                c.kind,
+                                c.lhs.replace_dims_and_symbols(local, []),
+                                c.rhs.replace_dims_and_symbols(local, []),
+                                canonicalize=False,
+                            )
+                            for c in case
+                        ),
+                    )
+                )
+                for case in cases
+            ]
         )
-        condition = ArrayAttr([AffineSetAttr(AffineSet(len(used), 0, kept))])
         when = WhenOp.create(
             operands=[self.grid[d] for d in used],
             properties={"condition": condition},
             regions=[Region(Block())],
         )
         self.add(when)
-        return _BlockBuilder(when.body.block, self.grid, self.location)
+        return _BlockBuilder(
+            when.body.block, self.grid, self.location, self.known.new_child()
+        )
 
 
 class _BlockBuilder(_Builder):
     """A builder that appends straight into a block."""
 
-    def __init__(self, block: Block, grid, location):
-        super().__init__([], grid, location)
+    def __init__(self, block: Block, grid, location, known=None):
+        super().__init__([], grid, location, known)
         self.block = block
 
     def append(self, op: Operation) -> Operation:
@@ -254,12 +284,20 @@ class _Expansion:
 
     # -- the copies
 
-    def copy(self, build: _Builder, operand: _Operand, point, action: str | None):
-        """A window copy of the operand's block at a grid point: an
+    def copy(
+        self,
+        build: _Builder,
+        operand: _Operand,
+        point,
+        action: str | None,
+        offset: int | None = None,
+    ):
+        """A window copy of the operand's block at a grid point (`offset`
+        steps from the current one, when it is such a point): an
         asynchronous start or wait on its slot's semaphore, or synchronous."""
         spec = operand.spec
         schedule = self.schedule
-        slot = build.value(self.slot(spec, point))
+        slot = build.value(self.slot(spec, point, offset))
         block = [build.value(e) for e in schedule.block(spec, point)]
         sem = None
         if action is not None:
@@ -287,9 +325,11 @@ class _Expansion:
         src, dst = (ref, operand.bref) if copy_in else (operand.bref, ref)
         return BufferedCopyOp(src, dst, block or None, slot=slot)
 
-    def slot(self, spec: Operand, point) -> AffineExpr:
+    def slot(self, spec: Operand, point, offset: int | None = None) -> AffineExpr:
         if spec.trivial or self.op.no_pipelining is not None:
             return AffineExpr.constant(0)
+        if offset is not None:
+            return self.schedule.counter_at_step(spec, offset) % spec.buffers
         return self.schedule.counter(spec, point) % spec.buffers
 
     # -- the schedule
@@ -392,7 +432,7 @@ class _Expansion:
                     AffineExpr.constant(0),
                 )
                 guarded = build.when([*schedule.changes(spec, later), inside])
-                self.copy(guarded, operand, later, "start")
+                self.copy(guarded, operand, later, "start", ahead)
             for operand in inputs:  # phase 2: wait the current block
                 guarded = build.when(schedule.changes(operand.spec, point))
                 self.copy(guarded, operand, point, "wait")
@@ -430,12 +470,12 @@ class _Expansion:
             later = schedule.at_step(1)
             changes = schedule.changes(spec, later)
             last = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
-            for guard in self.either(build, changes, last, steps, linear):
-                if spec.buffers == 1:
-                    block = [guard.value(e) for e in schedule.block(spec, point)]
-                    guard.add(self.sync_copy(operand, block, 0, copy_in=False))
-                else:
-                    self.copy(guard, operand, point, "start")
+            guard = self.either(build, changes, last, steps, linear)
+            if spec.buffers == 1:
+                block = [guard.value(e) for e in schedule.block(spec, point)]
+                guard.add(self.sync_copy(operand, block, 0, copy_in=False))
+            else:
+                self.copy(guard, operand, point, "start")
         for operand in outputs:  # phase 5: wait the previous write-back
             spec = operand.spec
             if spec.buffers != 2:
@@ -443,17 +483,17 @@ class _Expansion:
             earlier = schedule.at_step(-1)
             first = AffineConstraintExpr(ge, linear - 1, AffineExpr.constant(0))
             guarded = build.when([*schedule.changes(spec, point), first])
-            self.copy(guarded, operand, earlier, "wait")
+            self.copy(guarded, operand, earlier, "wait", -1)
 
     @staticmethod
-    def either(build: _Builder, changes, last, steps: int, linear) -> list[_Builder]:
-        """Builders for `the block changes at the next step, or this is the
-        last step`: two disjoint cases, as a `when` holds a conjunction."""
+    def either(build: _Builder, changes, last, steps: int, linear) -> _Builder:
+        """A builder for `the block changes at the next step, or this is the
+        last step`."""
         ge = AffineConstraintKind.ge
         before_last = AffineConstraintExpr(
             ge, AffineExpr.constant(steps - 2) - linear, AffineExpr.constant(0)
         )
-        return [build.when([*changes, before_last]), build.when([last])]
+        return build.when(changes and [*changes, before_last], [last])
 
     def inline_body(self, build: _Builder, windows) -> None:
         """Move the pipeline's body into the step, its windows and grid
