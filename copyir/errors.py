@@ -208,6 +208,11 @@ PARALLEL_REVISIT = (
     "{second}, which differ in parallel dimension {dim}: iterations of a "
     "parallel dimension run on different cores and must not share an output block"
 )
+PIPELINE_WRITES_INPUT = (
+    "The pipeline's body writes {window}, in the window of input {name}: an input "
+    "block is fetched again only when it changes, so later steps may read "
+    "these writes instead of {name}"
+)
 IRREGULAR_INDEX_MAP = (
     "The index map of {name} changes its block irregularly over the grid: "
     "copyir keeps a pipeline's schedule as loops and needs block changes that "

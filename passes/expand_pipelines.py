@@ -374,7 +374,7 @@ class _Expansion:
                         self.copy(build, operand, point, "start")
         loop_body = self.grid_loop(build)
         step_build, grid_point = loop_body
-        self.step(step_build, active, grid_point)
+        self.step(step_build, operands, grid_point)
         if pipelined:
             last = _static(schedule, schedule.steps - 1)
             for operand in active:
@@ -411,8 +411,9 @@ class _Expansion:
         linear = schedule.linear()
         ge = AffineConstraintKind.ge
         pipelined = self.op.no_pipelining is None
-        inputs = [o for o in operands if not o.spec.output]
-        outputs = [o for o in operands if o.spec.output]
+        active = [o for o in operands if not o.spec.trivial]
+        inputs = [o for o in active if not o.spec.output]
+        outputs = [o for o in active if o.spec.output]
         if pipelined:
             for operand in inputs:  # phase 1: prefetch
                 spec = operand.spec

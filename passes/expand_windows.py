@@ -137,7 +137,9 @@ def _cases(type: BufferedRefType, indices: Sequence[Start]) -> list[_Case]:
             ge = AffineConstraintKind.ge
             eq = AffineConstraintKind.eq
             choices = (
-                [(size, ((dim, ge, (extent - size) - d0),))] if extent >= size else []
+                [(size, ((dim, ge, AffineExpr.constant(extent - size) - d0),))]
+                if extent >= size
+                else []
             )
             for cut in range(max(1, extent - size + 1), extent):
                 choices.append((extent - cut, ((dim, eq, d0 - cut),)))
@@ -149,7 +151,7 @@ def _cases(type: BufferedRefType, indices: Sequence[Start]) -> list[_Case]:
             ge, eq = AffineConstraintKind.ge, AffineConstraintKind.eq
             options.append(
                 [
-                    (size, ((dim, ge, (last - 1) - d0),)),
+                    (size, ((dim, ge, AffineExpr.constant(last - 1) - d0),)),
                     (extent - last * size, ((dim, eq, d0 - last),)),
                 ]
             )

@@ -39,6 +39,7 @@ from copyir.dialects.copy import (
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
+    CopyOp,
     DmaOp,
     ForOp,
     KernelOp,
@@ -120,6 +121,7 @@ def _verify_op(
             from copyir.pipelines import analyse
 
             analyse(op)
+            _check_input_windows_read_only(op, accesses)
         _check_capacity(op, target)
     except VerifyException as err:
         raise CopyIRError(str(err), loc_of(op.location)) from None
@@ -138,6 +140,30 @@ def _verify_op(
                 _verify_op(child, inner, target, accesses, inner_domain, built)
                 inner.update(child.results)
     defined.update(op.results)
+
+
+def _check_input_windows_read_only(op: PipelineOp, accesses: Accesses) -> None:
+    """A pipeline fetches an input block only when it changes, so a body
+    that writes an input window leaves its writes for later steps to read,
+    or not, depending on the index map: an error at the write."""
+    inputs = {
+        window: ref
+        for window, (ref, output, _, _) in zip(op.windows, op.specs(), strict=True)
+        if not output
+    }
+    for child in op.body.walk():
+        if not isinstance(child, CopyOp):
+            continue
+        for value in child.written():
+            access = accesses(value)
+            root = access.root if access is not None else value
+            if root in inputs:
+                raise CopyIRError(
+                    errors.PIPELINE_WRITES_INPUT.format(
+                        window=describe(value), name=describe(inputs[root])
+                    ),
+                    loc_of(child.location),
+                )
 
 
 # -- the iteration domain ------------------------------------------------------------

@@ -493,6 +493,10 @@ class CopyOp(IRDLOperation):
     def verify_(self) -> None:
         self.check()
 
+    def written(self) -> tuple[SSAValue, ...]:
+        """The refs this op writes (or names as a DMA's destination)."""
+        return ()
+
 
 @irdl_op_definition
 class KernelOp(CopyOp):
@@ -1073,6 +1077,9 @@ class DmaOp(CopyOp):
         "attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
     )
 
+    def written(self) -> tuple[SSAValue, ...]:
+        return (self.dst,)
+
     def __init__(
         self,
         action: str,
@@ -1160,6 +1167,9 @@ class SyncCopyOp(CopyOp):
     add = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def written(self) -> tuple[SSAValue, ...]:
+        return tuple(self.dsts)
 
     def __init__(
         self,
@@ -1455,6 +1465,9 @@ class BufferedCopyOp(CopyOp):
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
+    def written(self) -> tuple[SSAValue, ...]:
+        return () if isinstance(self.dst.type, BufferedRefType) else (self.dst,)
+
     def __init__(
         self,
         src: SSAValue,
@@ -1680,9 +1693,10 @@ class BufferedCopyOp(CopyOp):
 
 
 def check_block_indices(
-    bref_name: str, type: BufferedRefType, indices: Sequence[int]
+    bref_name: str, type: BufferedRefType, indices: Sequence[int | SSAValue]
 ) -> None:
-    """Block indices against the grid: BLOCK_INDEX_COUNT and bounds."""
+    """Block indices against the grid: BLOCK_INDEX_COUNT, and the bounds of
+    the static ones (the verifier checks index values over their loops)."""
     shape = type.get_shape()
     if len(indices) != len(shape):
         raise CopyIRError(
@@ -1694,6 +1708,8 @@ def check_block_indices(
     for dim, (index, b, extent) in enumerate(
         zip(indices, type.block_dims, shape, strict=False)
     ):
+        if not isinstance(index, int):
+            continue
         if index < 0:
             raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
         if b.kind.data == ELEMENT:
@@ -1991,6 +2007,9 @@ class AsyncCopyOp(CopyOp):
         "$src `,` $dst `,` $sem attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
     )
 
+    def written(self) -> tuple[SSAValue, ...]:
+        return (self.dst,)
+
     def check(self) -> None:
         src = expect_ref("async_copy", "src", self.src)
         dst = expect_ref("async_copy", "dst", self.dst)
@@ -2055,6 +2074,9 @@ class ComputeOp(CopyOp):
     dst = operand_def()
     inputs = var_operand_def()
     expression = prop_def(StringAttr)
+
+    def written(self) -> tuple[SSAValue, ...]:
+        return (self.dst,)
 
     def parsed(self):
         from copyir.compute import parse
@@ -2146,6 +2168,9 @@ class InvalidateOp(CopyOp):
     ref = operand_def()
 
     assembly_format = "$ref attr-dict `:` type($ref)"
+
+    def written(self) -> tuple[SSAValue, ...]:
+        return (self.ref,)
 
     def check(self) -> None:
         expect_ref("invalidate", "ref", self.ref)

@@ -1,0 +1,390 @@
+"""Pipelines (`copy.pipeline`, Pallas' `emit_pipeline`): the schedule, the
+values, the static checks and the faults the checker must find.
+
+The schedule is compared, event by event, with an independent step-by-step
+model of Pallas' scheduler (`pipeline_programs.pallas_schedule`) on
+generated pipelines; the FileCheck tests in tests/filecheck/pipeline pin
+the three schedules the issue gives.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from copyir.backends.interpreter import MODES, trace_lines
+from hypothesis import HealthCheck, given, settings
+from pipeline_programs import (
+    expected_outputs,
+    pallas_schedule,
+    pipelines,
+)
+
+import copyir
+from copyir import errors
+from copyir.api import apply_passes, pipeline
+from copyir.errors import CopyIRError
+
+
+def f32(shape) -> str:
+    return f"!copy.ref<{'x'.join(map(str, shape))}xf32, hbm>"
+
+
+def vmem(shape) -> str:
+    return f"!copy.ref<{'x'.join(map(str, shape))}xf32, vmem>"
+
+
+def scale(
+    rows: int = 32,
+    cols: int = 128,
+    block=(8, 128),
+    grid=None,
+    in_buffers: int = 2,
+    out_buffers: int = 2,
+    options: str = "",
+) -> str:
+    """y = 2x + 1 streamed through blocks, row-major over the block grid."""
+    grid = grid or (-(-rows // block[0]), -(-cols // block[1]))
+    if grid[1:] == (1,):  # one block wide: a 1-D grid
+        grid = grid[:1]
+    dims = ", ".join(f"d{d}" for d in range(len(grid)))
+    results = "d0, d1" if len(grid) == 2 else "d0, 0"
+    index = f"affine_map<({dims}) -> ({results})>"
+    names = ", ".join(f"%{n}" for n in "ij"[: len(grid)])
+    shape = (rows, cols)
+    return f"""copy.kernel @scale(%x: {f32(shape)}, %y: {f32(shape)}) {{
+  copy.pipeline grid({", ".join(map(str, grid))}){options} in %x : {f32(shape)} block [{block[0]}, {block[1]}] index {index} buffers {in_buffers}, out %y : {f32(shape)} block [{block[0]}, {block[1]}] index {index} buffers {out_buffers} (%xw, %yw, {names}) {{
+    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : {vmem(block)}, {vmem(block)}
+  }}
+}}
+"""
+
+
+def rng_array(shape, seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def normal(line: str) -> str:
+    """A trace line with a synchronous copy's internal semaphore as `sync`."""
+    line = re.sub(r" on \d+$", " on sync", line)
+    return re.sub(r"wait \d+ \d+$", "wait sync", line)
+
+
+# -- the schedule and the values, on generated pipelines -------------------------
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(pipelines())
+def test_generated_pipelines_follow_pallas_schedule_and_agree_with_numpy(p):
+    stream = copyir.to_stream(copyir.lower(p.mlir()))
+    assert [normal(line) for line in trace_lines(stream)] == pallas_schedule(p)
+    inputs = {s.name: rng_array(s.shape, k) for k, s in enumerate(p.specs)}
+    expected = expected_outputs(p, inputs)
+    for mode in MODES:
+        got = copyir.run(stream, inputs, mode=mode, seed=3)
+        for name, value in expected.items():
+            np.testing.assert_array_equal(got[name], value, err_msg=f"{name} {mode}")
+
+
+def test_the_model_tells_a_wrong_prefetch_distance_apart():
+    """The model is a real oracle: one step of prefetch less is a different
+    schedule."""
+    program = copyir.to_stream(copyir.lower(scale(in_buffers=3)))
+    fewer = copyir.to_stream(copyir.lower(scale(in_buffers=2)))
+    assert trace_lines(program) != trace_lines(fewer)
+
+
+def test_the_stream_does_not_grow_with_the_grid():
+    small = copyir.to_stream(copyir.lower(scale(rows=32)))
+    large = copyir.to_stream(copyir.lower(scale(rows=8 * 4000)))
+    assert len(small.instructions) == len(large.instructions)
+
+
+# -- examples: ragged edges, accumulation, parallel dimensions ------------------------
+
+
+def test_a_ragged_pipeline_copies_every_element_in_every_mode():
+    program = scale(rows=1000, cols=384, block=(128, 128), in_buffers=3)
+    x = rng_array((1000, 384))
+    for mode in MODES:
+        got = copyir.run(program, {"x": x, "y": np.zeros_like(x)}, mode=mode)
+        np.testing.assert_array_equal(got["y"], 2 * x + 1)
+
+
+ROWSUM = f"""copy.kernel @rowsum(%x: {f32((16, 512))}, %y: {f32((16, 128))}) {{
+  copy.pipeline grid(2, 4) in %x : {f32((16, 512))} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2, out %y : {f32((16, 128))} block [8, 128] index affine_map<(d0, d1) -> (d0, 0)> buffers 2 (%xw, %yw, %i, %j) {{
+    copy.when [affine_set<(d0) : (d0 == 0)>](%j) {{
+      copy.compute %yw = "$0" (%xw) : {vmem((8, 128))}, {vmem((8, 128))}
+    }}
+    copy.when [affine_set<(d0) : (d0 - 1 >= 0)>](%j) {{
+      copy.compute %yw = "(add $0 $1)" (%yw, %xw) : {vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}
+    }}
+  }}
+}}
+"""
+
+
+def test_an_output_block_that_stays_put_accumulates_in_vmem():
+    x = rng_array((16, 512))
+    expected = x.reshape(16, 4, 128)
+    want = ((expected[:, 0] + expected[:, 1]) + expected[:, 2]) + expected[:, 3]
+    stream = copyir.to_stream(copyir.lower(ROWSUM))
+    writes = [line for line in trace_lines(stream) if "-> y[" in line]
+    assert [w.split(":")[0] for w in writes] == ["i = 0, j = 3", "i = 1, j = 3"]
+    for mode in MODES:
+        got = copyir.run(
+            stream, {"x": x, "y": np.zeros((16, 128), np.float32)}, mode=mode
+        )
+        np.testing.assert_array_equal(got["y"], want)
+
+
+def test_a_body_that_reads_its_output_before_writing_it_is_reported():
+    program = ROWSUM.replace('"$0" (%xw)', '"(add $0 $1)" (%yw, %xw)').replace(
+        f"{vmem((8, 128))}, {vmem((8, 128))}\n    }}\n    copy.when",
+        f"{vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}\n    }}\n    copy.when",
+        1,
+    )
+    with pytest.raises(CopyIRError) as err:
+        copyir.check_protocol(program)
+    assert str(err.value).startswith(
+        "Computation reads y_window[0:1, 0:8, 0:128], which nobody wrote"
+    )
+    assert str(err.value).endswith("at i = 0, j = 0")
+
+
+def carried(parallel: bool) -> str:
+    """A body that carries state in scratch from step to step: legal over a
+    sequential grid, wrong across a parallel dimension."""
+    options = " parallel [0]" if parallel else ""
+    return f"""copy.kernel @carry(%x: {f32((32, 128))}, %y: {f32((32, 128))}) {{
+  %acc = copy.alloc : {vmem((8, 128))}
+  copy.compute %acc = "0.0" () : {vmem((8, 128))}
+  copy.pipeline grid(4){options} in %x : {f32((32, 128))} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2, out %y : {f32((32, 128))} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2 (%xw, %yw, %i) {{
+    copy.compute %acc = "(add $0 $1)" (%acc, %xw) : {vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}
+    copy.compute %yw = "$0" (%acc) : {vmem((8, 128))}, {vmem((8, 128))}
+  }}
+}}
+"""
+
+
+def test_a_parallel_dimension_runs_permuted_in_random_mode():
+    """State carried across a parallel dimension gives a different result
+    when its iterations run in another order, which random mode does."""
+    x = (
+        np.ones((32, 128), np.float32)
+        * np.arange(1, 5, dtype=np.float32).repeat(8)[:, None]
+    )
+    inputs = {"x": x, "y": np.zeros_like(x)}
+    sequential = carried(parallel=False)
+    eager = copyir.run(sequential, inputs, mode="eager")["y"]
+    assert all(
+        np.array_equal(
+            copyir.run(sequential, inputs, mode="random", seed=s)["y"], eager
+        )
+        for s in range(4)
+    )
+    parallel = carried(parallel=True)
+    assert np.array_equal(copyir.run(parallel, inputs, mode="eager")["y"], eager)
+    differs = [
+        not np.array_equal(
+            copyir.run(parallel, inputs, mode="random", seed=s)["y"], eager
+        )
+        for s in range(4)
+    ]
+    assert any(differs)
+
+
+def test_a_parallel_pipeline_runs_one_schedule_per_parallel_index():
+    program = scale(rows=32, cols=256, grid=(4, 2), options=" parallel [0]")
+    stream = copyir.to_stream(copyir.lower(program))
+    lines = trace_lines(stream)
+    prologues = [line for line in lines if re.match(r"i = \d: start x", line)]
+    assert len(prologues) == 4
+    x = rng_array((32, 256))
+    for mode in MODES:
+        got = copyir.run(stream, {"x": x, "y": np.zeros_like(x)}, mode=mode, seed=1)
+        np.testing.assert_array_equal(got["y"], 2 * x + 1)
+
+
+def test_consecutive_element_windows_that_overlap_race():
+    """Pallas accepts it: two write-backs in flight at once write rows
+    8:16 both."""
+    shape, block = (24, 128), "[element 16, 128]"
+    index = "affine_map<(d0) -> (d0 * 8, 0)>"
+    program = f"""copy.kernel @overlap(%x: {f32(shape)}, %y: {f32(shape)}) {{
+  copy.pipeline grid(2) in %x : {f32(shape)} block {block} index {index} buffers 2, out %y : {f32(shape)} block {block} index {index} buffers 2 (%xw, %yw, %i) {{
+    copy.compute %yw = "$0" (%xw) : {vmem((16, 128))}, {vmem((16, 128))}
+  }}
+}}
+"""
+    with pytest.raises(CopyIRError) as err:
+        copyir.check_protocol(program)
+    message = str(err.value)
+    assert message.startswith("Race: this DMA writes y[8:24, 0:128] while the DMA")
+    assert message.endswith("at i = 1")
+
+
+# -- static errors, verbatim --------------------------------------------------------
+
+
+def verify_error(program: str) -> str:
+    with pytest.raises(CopyIRError) as err:
+        copyir.verify(copyir.parse(program, format="mlir"))
+    return err.value.message
+
+
+def test_a_grid_with_a_zero_is_pallas_error():
+    program = scale(rows=32, cols=128, grid=(0, 3))
+    assert verify_error(program) == (
+        "All elements in the grid must be strictly positive, but got grid=(0, 3)"
+    )
+
+
+def test_three_output_buffers_is_pallas_error():
+    assert verify_error(scale(out_buffers=3)) == errors.OUTPUT_BUFFERS
+    assert errors.OUTPUT_BUFFERS == (
+        "Buffer count >2 not supported for output buffered refs."
+    )
+
+
+def test_parallel_dimensions_must_be_a_prefix():
+    program = scale(rows=32, cols=256, grid=(4, 2), options=" parallel [1]")
+    assert verify_error(program) == (
+        "Dimensions with parallel semantics must form a prefix of the grid."
+    )
+
+
+def revisiting(index: str, options: str = "") -> str:
+    shape = (16, 256)
+    return f"""copy.kernel @revisit(%x: {f32((24, 256))}, %y: {f32(shape)}) {{
+  copy.pipeline grid(3, 2){options} in %x : {f32((24, 256))} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2, out %y : {f32(shape)} block [8, 128] index affine_map<(d0, d1) -> ({index})> buffers 2 (%xw, %yw, %i, %j) {{
+    copy.compute %yw = "$0" (%xw) : {vmem((8, 128))}, {vmem((8, 128))}
+  }}
+}}
+"""
+
+
+def test_a_non_consecutive_output_revisit_is_reported_as_pallas_interpret_mode_does():
+    # Step L = 2 i + j visits blocks (1, 0), (1, 0), (0, 0), (0, 0), (1, 1),
+    # then (1, 0) again.
+    step = "(d0 * 2 + d1)"
+    index = f"({step} floordiv 2 + 1) mod 2, {step} floordiv 4 - {step} floordiv 5"
+    assert verify_error(revisiting(index)) == (
+        "Revisited block (1, 0) of output 0 in iteration (2, 1). The block was "
+        "previously visited in iterations (0, 0) through (0, 1) ."
+    )
+
+
+def test_an_output_block_shared_across_a_parallel_dimension_is_reported():
+    assert verify_error(revisiting("0, d1", options=" parallel [0]")) == (
+        "Output 0 (y) visits block (0, 0) in iterations (0, 0) and (1, 0), which "
+        "differ in parallel dimension 0: iterations of a parallel dimension run "
+        "on different cores and must not share an output block"
+    )
+
+
+def test_a_block_index_outside_the_array_names_its_iteration():
+    message = verify_error(revisiting("d0, d1"))
+    assert message == (
+        "Block index 2 is out of bounds in dimension 0: the grid of y has 2 "
+        "blocks there, in iteration (2, 0)"
+    )
+
+
+def test_a_body_that_writes_an_input_window_is_reported_at_the_write():
+    program = scale().replace(
+        'copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw)',
+        'copy.compute %xw = "(add $0 1.0)" (%xw) : '
+        f"{vmem((8, 128))}, {vmem((8, 128))}\n"
+        '    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw)',
+    )
+    with pytest.raises(CopyIRError) as err:
+        copyir.verify(copyir.parse(program, format="mlir"))
+    assert err.value.message == errors.PIPELINE_WRITES_INPUT.format(
+        window="xw", name="x"
+    )
+    assert err.value.loc.line == 3
+
+
+# -- faults injected into lowered pipelines -------------------------------------------
+
+
+def expanded(program: str) -> str:
+    """The pipeline as loops of asynchronous window copies (MLIR text)."""
+    module = copyir.parse(program, format="mlir")
+    copyir.verify(module)
+    apply_passes(module, pipeline("expand-pipelines"))
+    return copyir.to_text(module, "mlir", debuginfo=False)
+
+
+def run_error(text: str) -> str:
+    with pytest.raises(CopyIRError) as err:
+        copyir.run(
+            text, {"x": rng_array((32, 128)), "y": np.zeros((32, 128), np.float32)}
+        )
+    return err.value.message
+
+
+def test_the_unmutated_expansion_runs():
+    text = expanded(scale())
+    x = rng_array((32, 128))
+    got = copyir.run(text, {"x": x, "y": np.zeros_like(x)})
+    np.testing.assert_array_equal(got["y"], 2 * x + 1)
+
+
+def test_fault_one_input_wait_dropped_at_step_2():
+    text = expanded(scale())
+    wait = re.search(r'^( *)(copy\.buffered_copy "wait" %x .*)$', text, re.M)
+    indent, line = wait.group(1), wait.group(2)
+    guarded = (
+        f"{indent}copy.when [affine_set<(d0) : (1 - d0 >= 0)>, "
+        f"affine_set<(d0) : (d0 - 3 >= 0)>](%i) {{\n{indent}  {line}\n{indent}}}"
+    )
+    message = run_error(text.replace(wait.group(0), guarded))
+    assert message.startswith("Race: this computation reads x_window[0:1, 0:8, 0:128]")
+    assert message.endswith("at i = 2")
+
+
+def test_fault_a_slot_reused_one_step_too_early():
+    text = expanded(scale())
+    mutant = text.replace(
+        "copy.index affine_map<(d0) -> (((d0 + 1) mod 2))>",
+        "copy.index affine_map<(d0) -> ((d0 mod 2))>",
+    )
+    assert mutant != text
+    message = run_error(mutant)
+    assert message.startswith("Race: this DMA writes x_window[0:1, 0:8, 0:128]")
+    assert message.endswith("at i = 0")
+
+
+def test_fault_a_write_back_that_overlaps_the_next_fetch():
+    """Step 0 writes back from slot 0 of the input's window; step 1 fetches
+    block 2 into that slot while the write-back may still read it."""
+    text = expanded(scale())
+    start = '"start" %y_window[%i, 0] -> %y'
+    assert start in text
+    message = run_error(text.replace(start, '"start" %x_window[%i, 0] -> %y'))
+    assert message.startswith("Race: this DMA writes x_window[0:1, 0:8, 0:128]")
+    assert "is in flight and reads it" in message
+    assert message.endswith("at i = 1")
+
+
+def test_fault_one_buffer_fewer_than_the_schedule_needs():
+    """Three buffers' schedule (fetch two steps ahead) on two slots."""
+    text = expanded(scale(in_buffers=3))
+    mutant = (
+        text.replace("mod 3", "mod 2")
+        .replace("buffers 3, vmem", "buffers 2, vmem")
+        .replace("!copy.sem_array<3>", "!copy.sem_array<2>")
+        .replace("slot 2 ", "slot 0 ")
+        .replace("%x_sems[2]", "%x_sems[0]")
+    )
+    assert mutant != text
+    message = run_error(mutant)
+    assert message.startswith("Race: this DMA writes x_window[0:1, 0:8, 0:128]")
+    assert message.endswith("at i = 0")
