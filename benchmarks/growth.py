@@ -321,6 +321,32 @@ def _check_loop(n: int) -> Stage:
     return _checked(read_dma(text, "db.dma"))
 
 
+def pipeline_text(n: int) -> str:
+    """A pipeline over grid (n,): (8, 128) blocks in and out, 2 buffers each."""
+    ref = f"!copy.ref<{8 * n}x128xf32, hbm>"
+    window = "!copy.ref<8x128xf32, vmem>"
+    spec = f"{ref} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2"
+    return f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
+  copy.pipeline grid({n}) in %x : {spec}, out %y : {spec} (%xw, %yw, %i) {{
+    copy.compute %yw = "$0" (%xw) : {window}, {window}
+  }}
+}}
+"""
+
+
+@case("verify-pipeline-grid", start=4096)
+def _verify_pipeline(n: int) -> Stage:
+    """verify (its schedule analysis): a pipeline over a grid of N steps"""
+    module = copyir.parse(pipeline_text(n), "growth.mlir")
+    return lambda: copyir.verify(module)
+
+
+@case("check-pipeline", start=1024)
+def _check_pipeline(n: int) -> Stage:
+    """check: the lowered pipeline of N steps (2N DMAs, N computations)"""
+    return _checked(copyir.to_stream(copyir.lower(pipeline_text(n))))
+
+
 # --------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------

@@ -246,6 +246,17 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
             )
 
 
+def _first_visits(keys: np.ndarray) -> np.ndarray:
+    """For each column of `keys`, the first column equal to it."""
+    if not keys.shape[0]:  # a rank-0 operand: one block, always
+        return np.zeros(keys.shape[1], np.int64)
+    _, inverse = np.unique(keys.T, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    first = np.full(inverse.max(initial=-1) + 1, keys.shape[1], np.int64)
+    np.minimum.at(first, inverse, np.arange(keys.shape[1]))
+    return first[inverse]
+
+
 def _check_revisit(number: int, blocks, points, first) -> None:
     """Pallas' interpret-mode check: an output block visited again after
     another block loses what the first visit wrote."""
@@ -254,21 +265,20 @@ def _check_revisit(number: int, blocks, points, first) -> None:
     starts[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
     runs = np.flatnonzero(starts)
     ends = np.concatenate([runs[1:], [steps]]) - 1
-    seen: dict[tuple, int] = {}
-    for k, start in enumerate(runs.tolist()):
-        key = tuple(blocks[:, start].tolist())
-        if key in seen:
-            earlier = seen[key]
-            raise CopyIRError(
-                errors.REVISITED.format(
-                    block=_tuple(key),
-                    output=number,
-                    iteration=_tuple(points[:, start]),
-                    first=_tuple(points[:, runs[earlier]]),
-                    last=_tuple(points[:, ends[earlier]]),
-                )
+    earlier = _first_visits(blocks[:, runs])
+    again = np.flatnonzero(earlier != np.arange(len(runs)))
+    if again.size:
+        k = int(again[0])
+        start, before = runs[k], int(earlier[k])
+        raise CopyIRError(
+            errors.REVISITED.format(
+                block=_tuple(blocks[:, start]),
+                output=number,
+                iteration=_tuple(points[:, start]),
+                first=_tuple(points[:, runs[before]]),
+                last=_tuple(points[:, ends[before]]),
             )
-        seen[key] = k
+        )
 
 
 def _check_parallel_revisit(ref, number: int, blocks, points, parallel: int) -> None:
@@ -276,22 +286,21 @@ def _check_parallel_revisit(ref, number: int, blocks, points, parallel: int) -> 
     hardware, two cores writing one block."""
     if not parallel:
         return
+    first = _first_visits(blocks)
     for dim in range(parallel):
-        seen: dict[tuple, int] = {}
-        for at in range(blocks.shape[1]):
-            key = tuple(blocks[:, at].tolist())
-            if key in seen and points[dim, seen[key]] != points[dim, at]:
-                raise CopyIRError(
-                    errors.PARALLEL_REVISIT.format(
-                        output=number,
-                        name=describe(ref),
-                        block=_tuple(key),
-                        first=_tuple(points[:, seen[key]]),
-                        second=_tuple(points[:, at]),
-                        dim=dim,
-                    )
+        differs = np.flatnonzero(points[dim] != points[dim, first])
+        if differs.size:
+            at = int(differs[0])
+            raise CopyIRError(
+                errors.PARALLEL_REVISIT.format(
+                    output=number,
+                    name=describe(ref),
+                    block=_tuple(blocks[:, at]),
+                    first=_tuple(points[:, first[at]]),
+                    second=_tuple(points[:, at]),
+                    dim=dim,
                 )
-            seen.setdefault(key, at)
+            )
 
 
 def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
