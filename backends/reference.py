@@ -30,6 +30,7 @@ Written with xDSL's interpreter framework: one function per op.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -128,9 +129,11 @@ _UFUNCS: dict[str, np.ufunc] = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def literal(text: str, dtype: np.dtype) -> np.ndarray:
     """A literal as a 0-d array of the destination's dtype (the verifier has
-    checked that it fits: no float literal for integers, no overflow)."""
+    checked that it fits: no float literal for integers, no overflow); made
+    once, not per iteration, and only ever read."""
     if np.issubdtype(dtype, np.integer):
         return np.array(int(text), dtype)
     return np.array(float(text), dtype)
