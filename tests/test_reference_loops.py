@@ -179,6 +179,30 @@ def test_a_range_with_a_start_runs_from_it():
     assert same_bits(y, expected)
 
 
+def test_dynamic_views_of_dynamic_views_compose():
+    """y[j, i] = x[i][2j : 2j + 2] through a chain of two dynamic views on
+    each side, under a loop nested in a `when` of an outer loop."""
+    y, pair = ref((3, 4, 2)), ref((2,))
+    text = f"""copy.kernel @k(%x: {ref((4, 12))}, %y: {y}) {{
+  copy.for %i in range(0, 4) {{
+    copy.when [affine_set<(d0) : (d0 >= 0)>](%i) {{
+      %row = copy.view %x[%i] : {ref((4, 12))}
+      copy.for %j in range(0, 3) {{
+        %two = copy.index affine_map<(d0) -> (d0 * 2)>(%j)
+        %xv = copy.view %row[ds(%two, 2)] : {ref((12,))}
+        %yj = copy.view %y[%j] : {y}
+        %yv = copy.view %yj[%i] : {ref((4, 2))}
+        copy.sync_copy %xv -> %yv : ({pair}) -> ({pair})
+      }}
+    }}
+  }}
+}}
+"""
+    x_in = np.arange(48, dtype=np.float32).reshape(4, 12)
+    expected = x_in[:, :6].reshape(4, 3, 2).transpose(1, 0, 2)
+    assert same_bits(run(text, x=x_in)["y"], np.ascontiguousarray(expected))
+
+
 # --------------------------------------------------------------------------
 # when
 # --------------------------------------------------------------------------
