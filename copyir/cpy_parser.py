@@ -341,11 +341,27 @@ class _Builder:
         return CopyIRError(message, self.loc(item), notes)
 
     def source(self, item: Tree | Token) -> str:
-        """The text a construct was written as, for messages."""
+        """The text a construct was written as, on one line, for messages.
+
+        The parse tree keeps no brackets, so the text takes in those that
+        match the ones it holds; a subscript group gets its own brackets.
+        """
+        if isinstance(item, Tree) and item.data == "subscripts":
+            return "[" + ", ".join(self.source(c) for c in item.children if c) + "]"
         first, last = _first_token(item), _last_token(item)
         if first is None or first.start_pos is None or last.end_pos is None:
             return str(item)
-        return self.text[first.start_pos : last.end_pos]
+        text, start, end = self.text, first.start_pos, last.end_pos
+        depth = lowest = 0
+        for char in text[start:end]:
+            if char in "([":
+                depth += 1
+            elif char in ")]":
+                depth -= 1
+                lowest = min(lowest, depth)
+        start = _extend(text, start, -lowest, "([", -1)
+        end = _extend(text, end, depth - lowest, ")]", 1)
+        return " ".join(text[start:end].split())
 
     def integer(self, text: str, at: Token | None = None) -> int:
         """An integer literal that fits in 64 bits; `at` locates its error."""
@@ -906,7 +922,11 @@ class _Builder:
                 expr += "[...]"
                 continue
             items = _subscript_items(group)
-            expr += self.items_text(items)
+            expr += (
+                self.items_text(items)
+                if isinstance(group, Token)
+                else self.source(group)
+            )
             value = self.subscript(value, items, expr)
         return value
 
@@ -997,11 +1017,10 @@ class _Builder:
         size = _fold(hi - lo, len(affine.dims))
         if not isinstance(size, AffineConstantExpr):
             names = [describe(d) for d in affine.dims]
-            text = ":".join("" if p is None else self.source(p) for p in (start, stop))
             raise self.error(
                 at,
                 errors.SLICE_NOT_STATIC.format(
-                    slice=text, expr=expr, size=format_expr(size, names)
+                    slice=self.source(at), expr=expr, size=format_expr(size, names)
                 ),
             )
         if isinstance(lo, AffineConstantExpr):
@@ -1110,7 +1129,7 @@ def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
     for item in group.children:
         if item is None:
             continue
-        at = _first_token(item) or _first_token(group)
+        at = item  # locates the item's errors, and gives its text
         if item.data == "index":
             expr = item.children[0]
             if is_call(expr, "ds"):
@@ -1121,6 +1140,19 @@ def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
             bounds = [*item.children, None, None, None][:3]
             items.append(("slice", bounds, at))
     return items
+
+
+def _extend(text: str, at: int, count: int, brackets: str, step: int) -> int:
+    """`at` moved over `count` brackets (and the blanks between them)
+    before it (step -1) or after it (step 1)."""
+    while count > 0:
+        k = at if step > 0 else at - 1
+        while 0 <= k < len(text) and text[k] in " \t\r\n":
+            k += step
+        if not (0 <= k < len(text) and text[k] in brackets):
+            break
+        at, count = (k + 1 if step > 0 else k), count - 1
+    return at
 
 
 def _first_token(tree: Tree | Token) -> Token | None:
