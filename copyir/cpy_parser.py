@@ -346,8 +346,10 @@ class _Builder:
         The parse tree keeps no brackets, so the text takes in those that
         match the ones it holds; a subscript group gets its own brackets.
         """
-        if isinstance(item, Tree) and item.data == "subscripts":
-            return "[" + ", ".join(self.source(c) for c in item.children if c) + "]"
+        if isinstance(item, Tree) and item.data in _SOURCE_FORMS:
+            return _SOURCE_FORMS[item.data](
+                ["" if c is None else self.source(c) for c in item.children]
+            )
         first, last = _first_token(item), _last_token(item)
         if first is None or first.start_pos is None or last.end_pos is None:
             return str(item)
@@ -547,7 +549,7 @@ class _Builder:
         if subscripts:
             if kind in _DEFINITIONS:
                 raise self.error(
-                    rhs,
+                    target,
                     errors.DEFINITION_TARGET.format(
                         what=_DEFINITIONS[kind], target=self.source(target)
                     ),
@@ -1071,6 +1073,13 @@ class _Builder:
         return f"[{', '.join(texts)}]"
 
 
+_SOURCE_FORMS = {
+    "subscripts": lambda parts: f"[{', '.join(parts)}]",
+    "slice": lambda parts: ":".join(parts[:2] + [p for p in parts[2:] if p]),
+    "index": lambda parts: parts[0],
+    "parens": lambda parts: f"({parts[0]})",
+}
+"""How `source` writes the trees whose brackets the parse tree drops."""
 _DEFINITIONS = {
     "alloc": "alloc",
     "semaphore": "semaphore",

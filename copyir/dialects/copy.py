@@ -1846,7 +1846,10 @@ class ForOp(IRDLOperation):
                 f" parallel [{', '.join(map(str, self.parallel_dims))}]"
             )
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        # An empty body prints as `{}`: its arguments are named before it.
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
 
 
 @irdl_op_definition
