@@ -101,7 +101,9 @@ def format_infix(expression: Expression, names: Sequence[str], parent: int = 0) 
     operation, args = expression.operation, expression.args
     if operation in ("max", "min"):
         return f"{operation}({', '.join(format_infix(a, names) for a in args)})"
-    if operation == "neg":
+    if operation == "neg":  # -(2.0): the syntax reads -2.0 as one literal
+        if isinstance(args[0], Literal):
+            return f"-({args[0].text})"
         return f"-{format_infix(args[0], names, 3)}"
     level = 1 if operation in ("add", "sub") else 2
     text = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lark import Lark, Token, Tree
@@ -23,25 +24,52 @@ from lark.exceptions import (
 )
 from lark.lark import PostLex
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
     FileLineColLoc,
+    IndexType,
     IntAttr,
     ModuleOp,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from copyir import errors, pytree
 from copyir.attributes import i64_array, segment_sizes
+from copyir.compute import Apply, Operand, format_prefix
+from copyir.cpy_expressions import (
+    Affine,
+    call_args,
+    checked,
+    computation,
+    condition,
+    in_print_order,
+    is_bare_name,
+    is_call,
+    static_integer,
+    strip_parens,
+)
 from copyir.dialects.copy import (
     BLOCKED,
+    DESCRIPTOR,
+    DYNAMIC,
     ELEMENT,
     SQUEEZED,
     AllocOp,
+    AsyncCopyOp,
+    AsyncDmaOp,
     BlockDimAttr,
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
+    ComputeOp,
+    DescriptorType,
     DmaOp,
+    ForOp,
+    IndexOp,
     KernelOp,
     RefType,
     SemaphoreArrayType,
@@ -50,6 +78,9 @@ from copyir.dialects.copy import (
     SemIndexOp,
     SyncCopyOp,
     ViewOp,
+    WhenOp,
+    describe,
+    describe_type,
     expect_ref,
     sem_index_result_type,
     set_name,
@@ -59,6 +90,7 @@ from copyir.dtypes import BY_NAME, KNOWN_NAMES
 from copyir.errors import CopyIRError, Loc, Note
 from copyir.grammar_cache import grammar_cache
 from copyir.hints import STATEMENT_WORDS, VALUE_WORDS, did_you_mean, habit
+from copyir.index import format_expr
 from copyir.locations import loc_of
 from copyir.machine import memory_space
 
@@ -68,6 +100,9 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN_NAMES = {
     "NAME": "a name",
     "INT": "an integer",
+    "FLOAT": "a number",
+    "AUGOP": "an augmented assignment such as '+='",
+    "COMPARISON": "a comparison",
     "STRING": "a string",
     "_NL": "end of line",
     "$END": "end of input",
@@ -77,28 +112,44 @@ _TOKEN_NAMES = {
 class _Postlex(PostLex):
     """Drop newlines inside (), [] and pytree records, as Python does.
 
-    A `{` right after `)` opens a kernel body, where newlines end statements;
-    any other `{` opens a pytree record.
+    A `{` opens a body, where newlines end statements, when it ends a
+    statement that starts with `kernel`, `for` or `when` and is outside any
+    bracket of that statement; any other `{` opens a pytree record.
     """
 
     always_accept = ("_NL",)
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         stack: list[str] = []
-        previous = None
+        head = None  # the first token of the statement being read
         for token in stream:
             kind = token.type
-            if kind == "_NL":
-                if stack and stack[-1] != "body":
-                    continue
-            elif kind in ("LPAR", "LSQB"):
+            level = not stack or stack[-1] == "body"
+            if kind == "_NL" or kind == "SEMICOLON":
+                if level:
+                    head = None
+                    yield token
+                elif kind == "SEMICOLON":
+                    yield token
+                continue
+            if kind == "LPAR" or kind == "LSQB":
                 stack.append(kind)
             elif kind == "LBRACE":
-                stack.append("body" if previous == "RPAR" else "record")
-            elif kind in ("RPAR", "RSQB", "RBRACE") and stack:
-                stack.pop()
-            previous = kind
+                if level and head in _BODY_HEADS:
+                    stack.append("body")
+                    head = None
+                    yield token
+                    continue
+                stack.append("record")
+            elif kind in _CLOSERS and stack and stack.pop() == "body":
+                head = kind  # the body ends its statement
+            if head is None and level:
+                head = kind
             yield token
+
+
+_BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN"))
+_CLOSERS = frozenset(("RPAR", "RSQB", "RBRACE"))
 
 
 @functools.cache
@@ -139,17 +190,36 @@ def _syntax_error(err: UnexpectedInput, filename: str, text: str) -> CopyIRError
             line, col = token.line, token.column
         else:
             message = f"unexpected {token.value!r}"
-    expected = sorted({_token_name(t) for t in getattr(err, "expected", ()) or ()})
+    expected = sorted({_token_name(t) for t in _expected(err)})
     if expected:
         message += "; expected " + _one_of(expected)
     return CopyIRError(message, Loc(filename, line, col), _syntax_notes(err, text))
+
+
+def _expected(err: UnexpectedInput) -> set[str]:
+    """The terminals the parser would take where it stopped.
+
+    LALR merges the states of one construct in different places, so lark's
+    `expected` may list what fits only elsewhere (`and` inside a view's
+    brackets); feeding each to a copy of the parser keeps the ones that fit.
+    """
+    expected = set(getattr(err, "expected", ()) or ())
+    parser = getattr(err, "interactive_parser", None)
+    if parser is None or not expected:
+        return expected
+    try:
+        return expected & parser.accepts() or expected
+    except UnexpectedInput:
+        return expected
 
 
 def _syntax_notes(err: UnexpectedInput, text: str) -> tuple[Note, ...]:
     """Hints for a syntax error: another language's habit, a misspelt
     keyword, a DMA without its semaphore."""
     offset = getattr(err, "pos_in_stream", None)
-    if offset is not None and (notes := habit(text, offset)):
+    expected = _expected(err) or set(getattr(err, "allowed", None) or ())
+    ends = not expected or bool(expected & {"_NL", "SEMICOLON", "$END"})
+    if offset is not None and (notes := habit(text, offset, ends)):
         return notes
     if isinstance(err, UnexpectedToken):
         return _misspelt_keyword(err, text) or _missing_semaphore(err)
@@ -228,13 +298,30 @@ def _one_of(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
+@dataclass
+class _Scope:
+    """A `for` or `when` body: the names defined in it go when it ends."""
+
+    construct: str
+    line: int
+    names: list[str]
+
+
 class _Builder:
-    """Builds copy-dialect ops from a lark parse tree, statement by statement."""
+    """Builds copy-dialect ops from a lark parse tree, statement by statement.
+
+    Names are scoped as SSA values are: a loop index and any name defined in
+    a `for` or `when` body exist inside that body only, and no name is
+    defined twice while it is visible (a loop index is never rebound).
+    """
 
     def __init__(self, filename: str, text: str):
         self.filename = filename
         self.text = text
         self.names: dict[str, tuple[SSAValue, int]] = {}
+        self.loop_lines: dict[str, int] = {}
+        self.scopes: list[_Scope] = []
+        self.gone: dict[str, Note] = {}
         self.block: Block | None = None
         self.location: Attribute | None = None
 
@@ -253,6 +340,31 @@ class _Builder:
     ) -> CopyIRError:
         return CopyIRError(message, self.loc(item), notes)
 
+    def source(self, item: Tree | Token) -> str:
+        """The text a construct was written as, on one line, for messages.
+
+        The parse tree keeps no brackets, so the text takes in those that
+        match the ones it holds; a subscript group gets its own brackets.
+        """
+        if isinstance(item, Tree) and item.data in _SOURCE_FORMS:
+            return _SOURCE_FORMS[item.data](
+                ["" if c is None else self.source(c) for c in item.children]
+            )
+        first, last = _first_token(item), _last_token(item)
+        if first is None or first.start_pos is None or last.end_pos is None:
+            return str(item)
+        text, start, end = self.text, first.start_pos, last.end_pos
+        depth = lowest = 0
+        for char in text[start:end]:
+            if char in "([":
+                depth += 1
+            elif char in ")]":
+                depth -= 1
+                lowest = min(lowest, depth)
+        start = _extend(text, start, -lowest, "([", -1)
+        end = _extend(text, end, depth - lowest, ")]", 1)
+        return " ".join(text[start:end].split())
+
     def integer(self, text: str, at: Token | None = None) -> int:
         """An integer literal that fits in 64 bits; `at` locates its error."""
         digits = text.lstrip("-")
@@ -263,13 +375,18 @@ class _Builder:
             )
         return value
 
+    def signed(self, tree: Tree) -> int:
+        """A `signed` integer of the grammar: `8`, `-8`."""
+        minus, digits = tree.children
+        return self.integer(("-" if minus else "") + digits, digits)
+
     def statement_location(self, stmt: Tree, loc_tree: Tree | None) -> Attribute:
         if loc_tree is not None:
             file, line, col = loc_tree.children
             location = FileLineColLoc(
                 StringAttr(_unquote(file)),
-                IntAttr(self.integer(line, line)),
-                IntAttr(self.integer(col, col)),
+                IntAttr(self.signed(line)),
+                IntAttr(self.signed(col)),
             )
             if loc_of(location) is None:
                 raise self.error(
@@ -290,6 +407,7 @@ class _Builder:
         operands: Sequence[SSAValue] = (),
         result_types: Sequence[Attribute] = (),
         properties: dict[str, Attribute] | None = None,
+        regions: Sequence[Region] = (),
     ) -> Operation:
         """Append an op at the current statement's location.
 
@@ -301,6 +419,7 @@ class _Builder:
             operands=operands,
             result_types=result_types,
             properties=properties or {},
+            regions=regions,
             location=self.location,
         )
         self.block.add_op(op)
@@ -313,19 +432,65 @@ class _Builder:
     def define_alias(self, token: Token, value: SSAValue) -> None:
         name = str(token)
         if name in self.names:
+            if name in self.loop_lines:
+                raise self.error(
+                    token,
+                    errors.LOOP_INDEX_REBOUND.format(
+                        name=name, line=self.loop_lines[name]
+                    ),
+                )
             first = self.names[name][1]
             raise self.error(token, errors.DEFINED_TWICE.format(name=name, line=first))
         self.names[name] = (value, token.line)
+        self.gone.pop(name, None)
+        if self.scopes:
+            self.scopes[-1].names.append(name)
 
     def lookup(self, token: Token) -> SSAValue:
         entry = self.names.get(str(token))
         if entry is None:
+            gone = self.gone.get(str(token))
             raise self.error(
                 token,
                 errors.UNDEFINED.format(name=token),
-                did_you_mean(str(token), [*self.names, *VALUE_WORDS]),
+                (gone,)
+                if gone is not None
+                else self.comment_hint(token)
+                or did_you_mean(str(token), [*self.names, *VALUE_WORDS]),
             )
         return entry[0]
+
+    def comment_hint(self, token: Token) -> tuple[Note, ...]:
+        """`t = 3 // comment` divides by `comment`: a `//` comment, surely."""
+        start = self.text.rfind("\n", 0, token.start_pos) + 1
+        before = self.text[start : token.start_pos].rstrip()
+        return (Note(errors.HINT_COMMENT),) if before.endswith("//") else ()
+
+    def open_scope(self, construct: str, token: Token, block: Block) -> Block:
+        """Enter a body; returns the block to come back to."""
+        if len(self.scopes) >= pytree.MAX_DEPTH:
+            raise self.error(
+                token, errors.NESTED_TOO_DEEP.format(limit=pytree.MAX_DEPTH)
+            )
+        self.scopes.append(_Scope(construct, token.line, []))
+        outer, self.block = self.block, block
+        return outer
+
+    def close_scope(self, outer: Block) -> None:
+        """Leave a body: its names go, and a later use says why."""
+        scope = self.scopes.pop()
+        for name in scope.names:
+            _, line = self.names.pop(name)
+            if name in self.loop_lines:
+                note = errors.OUT_OF_SCOPE_INDEX.format(
+                    name=name, line=self.loop_lines.pop(name)
+                )
+            else:
+                note = errors.OUT_OF_SCOPE_NAME.format(
+                    name=name, line=line, construct=scope.construct, body=scope.line
+                )
+            self.gone[name] = Note(note)
+        self.block = outer
 
     # -- module and kernels ------------------------------------------------
 
@@ -335,7 +500,7 @@ class _Builder:
     def kernel(self, tree: Tree) -> KernelOp:
         _, name, *params, loc_tree, body = tree.children
         params = [p for p in params if isinstance(p, Tree)]
-        self.names = {}
+        self.names, self.loop_lines, self.scopes, self.gone = {}, {}, [], {}
         self.block = Block(arg_types=[self.type(p.children[1], "hbm") for p in params])
         for arg, param in zip(self.block.args, params, strict=True):
             self.define(param.children[0], arg)
@@ -345,10 +510,13 @@ class _Builder:
             regions=[Region(self.block)],
         )
         kernel.location = self.statement_location(tree, loc_tree)
+        self.statements(body)
+        return kernel
+
+    def statements(self, body: Tree) -> None:
         for stmt in body.children:
             self.location = self.statement_location(stmt, _loc_of(stmt))
             getattr(self, stmt.data)(stmt)
-        return kernel
 
     def type(self, tree: Tree, default_space: str) -> RefType:
         dtype_token, *dims, space_token = tree.children
@@ -365,7 +533,7 @@ class _Builder:
                 space = memory_space(str(space_token))
             except CopyIRError as err:
                 raise err.at(self.loc(space_token)) from None
-        shape = [self.integer(d) for d in dims if d is not None]
+        shape = [self.signed(d) for d in dims if d is not None]
         try:
             return RefType(shape, dtype.ir, space)
         except CopyIRError as err:
@@ -374,25 +542,81 @@ class _Builder:
     # -- statements --------------------------------------------------------
 
     def assign(self, tree: Tree) -> None:
+        """`name = ...` defines a name; `x[...] = expr` computes into x."""
         target, rhs, _ = tree.children
+        name, *subscripts = target.children
         kind = rhs.data
-        if kind == "alloc":
+        if subscripts:
+            if kind in _DEFINITIONS:
+                raise self.error(
+                    target,
+                    errors.DEFINITION_TARGET.format(
+                        what=_DEFINITIONS[kind], target=self.source(target)
+                    ),
+                )
+            self.compute(target, rhs, None)
+        elif kind == "alloc":
             op = self.emit(AllocOp, (), [self.type(rhs.children[0], "vmem")])
-            self.define(target, op.results[0])
+            self.define(name, op.results[0])
         elif kind == "semaphore":
-            shape = [self.integer(d) for d in rhs.children if d is not None]
+            shape = [self.signed(d) for d in rhs.children if d is not None]
             type = SemaphoreArrayType(shape) if shape else SemaphoreType()
             op = self.emit(SemaphoreOp, (), [type])
-            self.define(target, op.results[0])
+            self.define(name, op.results[0])
         elif kind == "buffered_ref":
             op = self.emit(BufferedRefOp, (), [self.buffered_ref(rhs)])
-            self.define(target, op.results[0])
-        else:
-            value = self.operand(rhs.children[0])
+            self.define(name, op.results[0])
+        elif kind == "async_copy":
+            operands = [self.operand(t) for t in rhs.children]
+            op = self.emit(AsyncCopyOp, operands, [DESCRIPTOR])
+            self.define(name, op.results[0])
+        elif strip_parens(rhs).data == "operand":
+            value = self.operand(strip_parens(rhs))
             if value.name_hint is None:
-                self.define(target, value)
+                self.define(name, value)
             else:  # another name for a named value: an alias, defined once too
-                self.define_alias(target, value)
+                self.define_alias(name, value)
+        else:  # an index value: `slot = i % 2`
+            hint = (Note(errors.HINT_COMPUTE.format(name=name)),)
+            affine = Affine(self, hint)
+            expr = checked(self, rhs, affine.expr(rhs))
+            (expr,), dims = in_print_order([expr], affine.dims)
+            op = self.emit(IndexOp, dims, [INDEX], {"map": _map(expr, len(dims))})
+            self.define(name, op.results[0])
+
+    def augassign(self, tree: Tree) -> None:
+        """`acc += x` is `acc[...] = acc + x`, with acc evaluated once."""
+        target, operator, rhs, _ = tree.children
+        self.compute(target, rhs, _AUGMENTED[str(operator)])
+
+    def compute(self, target: Tree, rhs: Tree, augmented: str | None) -> None:
+        """A computation: the destination's views, then the inputs' views in
+        the order the expression names them (`$k` is the k-th distinct
+        input value)."""
+        dst = self.operand(target)
+        inputs = [dst] if augmented else []
+
+        def input_number(tree: Tree) -> int:
+            value = self.operand(tree)
+            if isinstance(value.type, IndexType):
+                raise self.error(
+                    tree, errors.COMPUTE_INDEX_VALUE.format(name=self.source(tree))
+                )
+            for number, known in enumerate(inputs):
+                if known is value:
+                    return number
+            inputs.append(value)
+            return len(inputs) - 1
+
+        expression = computation(self, rhs, input_number)
+        if augmented:
+            expression = Apply(augmented, (Operand(0), expression))
+        self.emit(
+            ComputeOp,
+            [dst, *inputs],
+            (),
+            {"expression": StringAttr(format_prefix(expression))},
+        )
 
     def dma_stmt(self, tree: Tree) -> None:
         kind, src, dst, sem, *options = tree.children
@@ -420,15 +644,119 @@ class _Builder:
         self.emit(SyncCopyOp, [*srcs, *dsts], (), properties)
 
     def buffered_copy(self, tree: Tree) -> None:
-        _, src, dst, *options = tree.children
-        options = self.options(options[:-1], "buffered_copy", {"slot": "int"})
-        src_value, src_indices = self.bref_side(src)
-        dst_value, dst_indices = self.bref_side(dst)
+        """`buffered_copy [start|wait] src -> dst[, sem], slot=s`: the block
+        indices' values first, then the semaphore's, then the slot's."""
+        _, action, src, dst, *items = tree.children
+        items = items[:-1]
+        if action is not None:
+            word = action.children[0]
+            action = _unquote(word) if word.type == "STRING" else str(word)
+        dynamic: list[SSAValue] = []
+        src_value, src_indices = self.bref_side(src, dynamic)
+        dst_value, dst_indices = self.bref_side(dst, dynamic)
+        positional = [item for item in items if item.data == "operand"]
+        if len(positional) > 1 or (positional and positional[0] is not items[0]):
+            extra = positional[1] if len(positional) > 1 else positional[0]
+            raise self.error(
+                extra, errors.WINDOW_EXTRA_ITEM.format(expr=self.source(extra))
+            )
+        if action is not None and not positional:
+            raise self.error(tree, errors.WINDOW_NO_SEMAPHORE.format(action=action))
+        sem = self.operand(positional[0]) if positional else None
+        options = [item for item in items if item.data == "option"]
+        slot = self.options(options, "buffered_copy", {"slot": "index"}).get("slot", 0)
         properties = BufferedCopyOp.index_properties(
-            src_indices, dst_indices, options.get("slot", 0)
+            src_indices, dst_indices, slot if isinstance(slot, int) else 0
         )
-        properties["operandSegmentSizes"] = BufferedCopyOp.segments(0, False, False)
-        self.emit(BufferedCopyOp, [src_value, dst_value], (), properties)
+        if action is not None:
+            properties["action"] = StringAttr(action)
+        dynamic_slot = [slot] if isinstance(slot, SSAValue) else []
+        properties["operandSegmentSizes"] = BufferedCopyOp.segments(
+            len(dynamic), bool(dynamic_slot), sem is not None
+        )
+        operands = [src_value, dst_value, *dynamic, *dynamic_slot]
+        self.emit(BufferedCopyOp, [*operands, *([sem] if sem else [])], (), properties)
+
+    def method_call(self, tree: Tree) -> None:
+        """`c.start(add, priority=1)`, `c.wait()`: the method is the action,
+        checked by the verifier like every action."""
+        name, method, *options = tree.children
+        options = [o for o in options[:-1] if o is not None]
+        call = f"{name}.{method}()"
+        value = self.lookup(name)
+        if not isinstance(value.type, DescriptorType):
+            raise self.error(
+                name,
+                errors.NOT_A_DESCRIPTOR.format(
+                    call=call, name=name, type=describe_type(value.type)
+                ),
+            )
+        values = self.options(options, call, {"add": "flag", "priority": "int"})
+        properties = DmaOp.option_properties(
+            str(method), "add" in values, values.get("priority", 0)
+        )
+        self.emit(AsyncDmaOp, [value], (), properties)
+
+    def for_stmt(self, tree: Tree) -> None:
+        """`for i in range(8)`, `for i in range(a, b)`, `for i, j in grid(8,
+        3)`: one copy.for whose body's arguments are the indices."""
+        for_token, names_tree, range_tree, *rest = tree.children
+        options, body = rest[:-2], rest[-1]
+        lower, upper, grid = self.loop_bounds(range_tree)
+        names = names_tree.children
+        if len(names) != len(upper):
+            raise self.error(
+                names_tree,
+                errors.LOOP_INDEX_COUNT.format(
+                    range=self.source(range_tree), dims=len(upper), count=len(names)
+                ),
+            )
+        properties: dict[str, Attribute] = {
+            "lower": i64_array(tuple(lower)),
+            "upper": i64_array(tuple(upper)),
+        }
+        if grid:
+            properties["grid"] = UnitAttr()
+        parallel = self.options(options, "for", {"parallel": "dims"}).get("parallel")
+        if parallel is not None:
+            properties["parallel"] = i64_array(tuple(parallel))
+        block = Block(arg_types=[INDEX] * len(names))
+        self.emit(ForOp, (), (), properties, [Region(block)])
+        outer = self.open_scope("loop", for_token, block)
+        for arg, token in zip(block.args, names, strict=True):
+            self.define(token, arg)
+            self.loop_lines[str(token)] = for_token.line
+        self.statements(body)
+        self.close_scope(outer)
+
+    def loop_bounds(self, tree: Tree) -> tuple[list[int], list[int], bool]:
+        """(lower, upper, is a grid) of `range(...)` or `grid(...)`."""
+        function, *args = tree.children
+        args = [a for a in args if a is not None]
+        bounds = [
+            static_integer(self, a, f"A bound of {self.source(tree)}") for a in args
+        ]
+        if function == "range" and len(bounds) in (1, 2):
+            return ([0] if len(bounds) == 1 else bounds[:1]), bounds[-1:], False
+        if function == "grid" and bounds:
+            return [0] * len(bounds), bounds, True
+        raise self.error(
+            tree,
+            errors.LOOP_RANGE.format(expr=self.source(tree)),
+            did_you_mean(str(function), ["range", "grid"]),
+        )
+
+    def when_stmt(self, tree: Tree) -> None:
+        """`when <condition> { ... }`: a copy.when over the index values the
+        condition names, its condition an or of affine sets."""
+        when_token, cond, _, body = tree.children
+        sets, dims = condition(self, cond)
+        block = Block()
+        properties = {"condition": ArrayAttr([AffineSetAttr(s) for s in sets])}
+        self.emit(WhenOp, dims, (), properties, [Region(block)])
+        outer = self.open_scope("when", when_token, block)
+        self.statements(body)
+        self.close_scope(outer)
 
     # -- pieces ------------------------------------------------------------
 
@@ -486,32 +814,68 @@ class _Builder:
         return values
 
     def option_value(self, name: Token, stmt: str, kind: str, value: Tree | None):
-        got = None if value is None else value.data
-        wanted = {
-            "flag": (None, "is a flag and takes no value"),
-            "int": ("int_value", "takes an integer"),
-            "name": ("name_value", "takes a name"),
-            "block": ("block_value", "takes a block shape such as (128, 128)"),
-        }[kind]
-        if got != wanted[0]:
-            raise self.error(
-                name, errors.OPTION_VALUE.format(option=name, stmt=stmt, why=wanted[1])
-            )
-        if kind == "flag":
+        """An option's value as its kind wants it: a flag takes none; an
+        int a literal; an index an index expression; a name a bare name; a
+        block shape or a list of dimensions a tuple."""
+        if kind == "flag" and value is None:
             return True
-        if kind == "int":
-            return self.integer(value.children[0])
-        if kind == "name":
-            return str(value.children[0])
-        return [self.block_dim(d) for d in value.children if d is not None]
+        if value is not None and value.data != "tuple_value":
+            if kind == "int" and (literal := _int_literal(value)) is not None:
+                return self.integer(literal, _first_token(value))
+            if kind == "index":
+                return self.index_value(value)
+            if kind == "name" and is_bare_name(value):
+                return str(strip_parens(value).children[0])
+            if kind in ("block", "dims") and value.data == "parens":
+                value = Tree("tuple_value", [strip_parens(value)])
+            elif kind == "dims" and _int_literal(value) is not None:
+                value = Tree("tuple_value", [value])
+        if value is not None and value.data == "tuple_value":
+            items = [item for item in value.children if item is not None]
+            if kind == "block":
+                return [self.block_dim(name, stmt, item) for item in items]
+            if kind == "dims" and all(_int_literal(i) is not None for i in items):
+                return [self.integer(_int_literal(i), _first_token(i)) for i in items]
+        why = {
+            "flag": "is a flag and takes no value",
+            "int": "takes an integer",
+            "index": "takes an index expression",
+            "name": "takes a name",
+            "block": "takes a block shape such as (128, 128)",
+            "dims": "takes dimensions such as (0, 1)",
+        }[kind]
+        raise self.error(
+            name, errors.OPTION_VALUE.format(option=name, stmt=stmt, why=why)
+        )
 
-    def block_dim(self, tree: Tree) -> BlockDimAttr:
-        if tree.data == "squeezed":
+    def block_dim(self, name: Token, stmt: str, tree: Tree) -> BlockDimAttr:
+        """`128` (Blocked), `Blocked(128)`, `Element(48)` or `None` (squeezed)."""
+        if is_bare_name(tree) and strip_parens(tree).children[0] == "None":
             return BlockDimAttr(SQUEEZED)
-        kind = ELEMENT if tree.data == "element" else BLOCKED
-        return BlockDimAttr(kind, self.integer(tree.children[0]))
+        if (literal := _int_literal(tree)) is not None:
+            return BlockDimAttr(BLOCKED, self.integer(literal, _first_token(tree)))
+        if tree.data == "call" and len(args := call_args(tree)) == 1:
+            function = str(tree.children[0])
+            literal = _int_literal(args[0])
+            if function in _BLOCK_KINDS and literal is not None:
+                size = self.integer(literal, _first_token(args[0]))
+                return BlockDimAttr(_BLOCK_KINDS[function], size)
+            notes = did_you_mean(function, _BLOCK_KINDS)
+        else:
+            notes = ()
+        raise self.error(
+            tree,
+            errors.OPTION_VALUE.format(
+                option=name, stmt=stmt, why="takes a block shape such as (128, 128)"
+            ),
+            notes,
+        )
 
-    def bref_side(self, tree: Tree) -> tuple[SSAValue, list[int] | None]:
+    def bref_side(
+        self, tree: Tree, dynamic: list[SSAValue]
+    ) -> tuple[SSAValue, list[int] | None]:
+        """A side of a buffered_copy: a name, and block indices (DYNAMIC for
+        an index value, which joins `dynamic`)."""
         name, indices = tree.children
         value = self.lookup(name)
         if indices is None:
@@ -519,9 +883,12 @@ class _Builder:
         items = _subscript_items(indices)
         if any(kind != "index" for kind, _, _ in items):
             raise self.error(
-                indices, f"Block indices must be integers: {name}{_expr(items)}"
+                indices,
+                f"Block indices must be integers: {name}{self.items_text(items)}",
             )
-        return value, [self.integer(parts[0], at) for _, parts, at in items]
+        return value, [
+            self.dynamic_part(parts[0], at, dynamic) for _, parts, at in items
+        ]
 
     def tree(self, tree: Tree, depth: int) -> object:
         """A pytree of operands as nested tuples, lists and dicts."""
@@ -547,17 +914,26 @@ class _Builder:
         return items if kind == "list" else tuple(items)
 
     def operand(self, tree: Tree) -> SSAValue:
-        """A name with subscripts: each `[...]` is a view (or a semaphore index)."""
+        """A name with subscripts: each `[...]` is a view (or a semaphore
+        index); `[...]` alone is the whole ref."""
         name, *groups = tree.children
         value = self.lookup(name)
         expr = str(name)
         for group in groups:
+            if isinstance(group, Tree) and group.data == "whole":
+                expr += "[...]"
+                continue
             items = _subscript_items(group)
-            expr += _expr(items)
+            expr += (
+                self.items_text(items)
+                if isinstance(group, Token)
+                else self.source(group)
+            )
             value = self.subscript(value, items, expr)
         return value
 
     def subscript(self, value: SSAValue, items: list, expr: str) -> SSAValue:
+        dynamic: list[SSAValue] = []
         if isinstance(value.type, SemaphoreArrayType | SemaphoreType):
             indices = []
             for kind, parts, at in items:
@@ -565,36 +941,49 @@ class _Builder:
                     raise self.error(
                         at, f"Semaphore arrays take integer indices only: {expr}"
                     )
-                indices.append(self.integer(parts[0], at))
+                indices.append(self.dynamic_part(parts[0], at, dynamic))
             op = self.emit(
                 SemIndexOp,
-                [value],
+                [value, *dynamic],
                 [sem_index_result_type(value.type, len(indices))],
                 {"indices": i64_array(tuple(indices))},
             )
             return op.results[0]
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
-            self.view_subscript(item, shape[dim] if dim < len(shape) else 1, expr)
+            self.view_subscript(
+                item, shape[dim] if dim < len(shape) else 1, expr, dynamic
+            )
             for dim, item in enumerate(items)
         ]
         op = self.emit(
             ViewOp,
-            [value],
+            [value, *dynamic],
             [view_result_type(value.type, subscripts)],
             ViewOp.subscript_properties(subscripts),
         )
         return op.results[0]
 
-    def view_subscript(self, item, extent: int, expr: str) -> tuple[int, int, bool]:
+    def view_subscript(
+        self, item, extent: int, expr: str, dynamic: list[SSAValue]
+    ) -> tuple[int, int, bool]:
+        """(start, size, dropped) of one subscript; a start computed from
+        index values is DYNAMIC, and its value joins `dynamic`."""
         kind, parts, at = item
         if kind == "index":
-            return (self.integer(parts[0], at), 1, True)
+            return (self.dynamic_part(parts[0], at, dynamic), 1, True)
+        if kind == "ds":
+            return self.ds_subscript(parts[0], expr, dynamic)
         start, stop, step = parts
         if step is not None:
             raise self.error(at, errors.SLICE_STEP.format(expr=expr))
+        if isinstance(start, Tree) or isinstance(stop, Tree):
+            return self.affine_slice(start, stop, extent, expr, at, dynamic)
         lo = 0 if start is None else self.integer(start, at)
         hi = extent if stop is None else self.integer(stop, at)
+        return self.static_slice(lo, hi, expr, at)
+
+    def static_slice(self, lo: int, hi: int, expr: str, at) -> tuple[int, int, bool]:
         for bound in (lo, hi):
             if bound < 0:
                 raise self.error(
@@ -602,12 +991,138 @@ class _Builder:
                 )
         return (lo, hi - lo, False)
 
+    def ds_subscript(
+        self, call: Tree, expr: str, dynamic: list[SSAValue]
+    ) -> tuple[int, int, bool]:
+        """`ds(start, size)`: Pallas' slice, its size static."""
+        args = call_args(call)
+        if len(args) != 2:
+            raise self.error(call, errors.DS_FORM.format(expr=self.source(call)))
+        start = self.index_value(args[0])
+        size = static_integer(self, args[1], f"The size of {self.source(call)}")
+        if isinstance(start, int):
+            return self.static_slice(start, start + size, expr, call)
+        dynamic.append(start)
+        return (DYNAMIC, size, False)
+
+    def affine_slice(
+        self, start, stop, extent: int, expr: str, at, dynamic: list[SSAValue]
+    ) -> tuple[int, int, bool]:
+        """`a:b` with index expressions: its size b - a must fold to an
+        integer (`8 * i : 8 * i + 8`)."""
+        affine = Affine(self)
+        lo = AffineConstantExpr(0) if start is None else affine.expr(start)
+        hi = AffineConstantExpr(extent) if stop is None else affine.expr(stop)
+        lo, hi = checked(self, start or at, lo), checked(self, stop or at, hi)
+        if isinstance(lo, AffineConstantExpr) and isinstance(hi, AffineConstantExpr):
+            return self.static_slice(lo.value, hi.value, expr, at)
+        size = _fold(hi - lo, len(affine.dims))
+        if not isinstance(size, AffineConstantExpr):
+            names = [describe(d) for d in affine.dims]
+            raise self.error(
+                at,
+                errors.SLICE_NOT_STATIC.format(
+                    slice=self.source(at), expr=expr, size=format_expr(size, names)
+                ),
+            )
+        if isinstance(lo, AffineConstantExpr):
+            return self.static_slice(lo.value, lo.value + size.value, expr, at)
+        (lo,), dims = in_print_order([lo], affine.dims)
+        dynamic.append(self.index_of(lo, dims))
+        return (DYNAMIC, size.value, False)
+
+    def dynamic_part(self, part, at, dynamic: list[SSAValue]) -> int:
+        """An index from an item's part: its integer, or DYNAMIC with its
+        value appended to `dynamic`."""
+        value = (
+            self.integer(part, at) if isinstance(part, str) else self.index_value(part)
+        )
+        if isinstance(value, int):
+            return value
+        dynamic.append(value)
+        return DYNAMIC
+
+    def index_value(self, tree: Tree) -> int | SSAValue:
+        """An index expression: an integer when it folds to one, the value a
+        bare name names, or a new copy.index."""
+        affine = Affine(self)
+        expr = checked(self, tree, affine.expr(tree))
+        if isinstance(expr, AffineConstantExpr):
+            return expr.value
+        (expr,), dims = in_print_order([expr], affine.dims)
+        return self.index_of(expr, dims)
+
+    def index_of(self, expr: AffineExpr, dims: list[SSAValue]) -> SSAValue:
+        if isinstance(expr, AffineDimExpr):
+            return dims[expr.position]
+        op = self.emit(IndexOp, dims, [INDEX], {"map": _map(expr, len(dims))})
+        return op.results[0]
+
+    def items_text(self, items: list) -> str:
+        """Subscripts written back as the user wrote them, for messages."""
+        texts = []
+        for kind, parts, _ in items:
+            parts = [
+                p if p is None or isinstance(p, str) else self.source(p) for p in parts
+            ]
+            if kind != "slice":
+                texts.append(parts[0])
+            else:
+                start, stop, step = ("" if p is None else p for p in parts)
+                texts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+        return f"[{', '.join(texts)}]"
+
+
+_SOURCE_FORMS = {
+    "subscripts": lambda parts: f"[{', '.join(parts)}]",
+    "slice": lambda parts: ":".join(parts[:2] + [p for p in parts[2:] if p]),
+    "index": lambda parts: parts[0],
+    "parens": lambda parts: f"({parts[0]})",
+}
+"""How `source` writes the trees whose brackets the parse tree drops."""
+_DEFINITIONS = {
+    "alloc": "alloc",
+    "semaphore": "semaphore",
+    "buffered_ref": "buffered_ref",
+    "async_copy": "async_copy",
+}
+_AUGMENTED = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "div"}
+_BLOCK_KINDS = {"Blocked": BLOCKED, "Element": ELEMENT}
+INDEX = IndexType()
+
+
+def _map(expr: AffineExpr, dims: int) -> AffineMapAttr:
+    return AffineMapAttr(AffineMap(dims, 0, (expr,)))
+
+
+def _fold(expr: AffineExpr, dims: int) -> AffineExpr:
+    """The expression simplified (terms collected), when xDSL can."""
+    try:
+        return expr.simplify(dims, 0)
+    except Exception:
+        return expr
+
+
+def _int_literal(tree: Tree | Token) -> str | None:
+    """`8` or `-8` (a literal, not an expression), as text; else None."""
+    tree = strip_parens(tree)
+    if not isinstance(tree, Tree):
+        return None
+    if tree.data == "int":
+        return str(tree.children[0])
+    if tree.data == "neg":
+        inner = strip_parens(tree.children[-1])
+        if isinstance(inner, Tree) and inner.data == "int":
+            return "-" + inner.children[0]
+    return None
+
 
 def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
-    """Subscripts as ("index", [i], at) or ("slice", [start, stop, step], at).
+    """Subscripts as ("index", [i], at), ("slice", [start, stop, step], at)
+    or ("ds", [call], at).
 
-    The same from a `subscripts` tree and from a SUBSCRIPTS token; missing
-    parts are None, present ones are their text.
+    From a SUBSCRIPTS token the parts are text (integers); from a tree they
+    are expression trees. Missing parts are None.
     """
     if isinstance(group, Token):
         items = []
@@ -623,27 +1138,30 @@ def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
     for item in group.children:
         if item is None:
             continue
-        at = _first_token(item) or _first_token(group)
-        if isinstance(item, Token):  # block indices: bare integers
-            items.append(("index", [str(item)], item))
-        elif item.data == "index":
-            items.append(("index", [str(item.children[0])], at))
+        at = item  # locates the item's errors, and gives its text
+        if item.data == "index":
+            expr = item.children[0]
+            if is_call(expr, "ds"):
+                items.append(("ds", [strip_parens(expr)], at))
+            else:
+                items.append(("index", [expr], at))
         else:
-            bounds = [None if t is None else str(t) for t in item.children]
-            items.append(("slice", [*bounds, None, None, None][:3], at))
+            bounds = [*item.children, None, None, None][:3]
+            items.append(("slice", bounds, at))
     return items
 
 
-def _expr(items: list) -> str:
-    """Subscripts written back as the user wrote them, for messages."""
-    texts = []
-    for kind, parts, _ in items:
-        if kind == "index":
-            texts.append(parts[0])
-        else:
-            start, stop, step = ("" if p is None else p for p in parts)
-            texts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
-    return f"[{', '.join(texts)}]"
+def _extend(text: str, at: int, count: int, brackets: str, step: int) -> int:
+    """`at` moved over `count` brackets (and the blanks between them)
+    before it (step -1) or after it (step 1)."""
+    while count > 0:
+        k = at if step > 0 else at - 1
+        while 0 <= k < len(text) and text[k] in " \t\r\n":
+            k += step
+        if not (0 <= k < len(text) and text[k] in brackets):
+            break
+        at, count = (k + 1 if step > 0 else k), count - 1
+    return at
 
 
 def _first_token(tree: Tree | Token) -> Token | None:
@@ -653,8 +1171,21 @@ def _first_token(tree: Tree | Token) -> Token | None:
     return tree
 
 
+def _last_token(tree: Tree | Token) -> Token | None:
+    """The last token under a parse tree: where its construct ends."""
+    while isinstance(tree, Tree):
+        tree = next((c for c in reversed(tree.children) if c is not None), None)
+    return tree
+
+
 def _loc_of(stmt: Tree) -> Tree | None:
-    last = stmt.children[-1] if stmt.children else None
+    """A statement's `loc(...)`: its last child, or, for a `for` or `when`,
+    the child before its body."""
+    children = stmt.children
+    if stmt.data in ("for_stmt", "when_stmt"):
+        last = children[-2]
+    else:
+        last = children[-1] if children else None
     return last if isinstance(last, Tree) and last.data == "loc" else None
 
 

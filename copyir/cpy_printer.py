@@ -1,27 +1,39 @@
 """Print copy-dialect IR in the authoring syntax (`.cpy`).
 
-The printer writes what the parser reads back into the same ops: a view
-used once, right before its user and at its user's location, is written
-inline (`copy_start x[0:32, :] -> ...`) exactly when the parser would
-rebuild it in the same place; any other view gets a statement of its own.
-With `debuginfo`, every statement ends in `loc("file":line:col)` so that
-`parse(print(m))` keeps the locations too.
+The printer writes what the parser reads back into the same ops. An
+unnamed view, semaphore index or index value (`copy.index`) used once,
+right before its user and at its user's location, is written inline
+(`copy_start x[ds(8 * i, 8)] -> ...`) exactly when the parser would
+rebuild it in the same place from that text; any other gets a statement of
+its own. Loops and `when` bodies print as blocks, indented. With
+`debuginfo`, every statement ends in `loc("file":line:col)` (a `for` or
+`when` has it before its `{`) so that `parse(print(m))` keeps the
+locations too.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
+from copyir import compute
+from copyir.compute import Apply, Operand
 from copyir.dialects.copy import (
+    DYNAMIC,
     AllocOp,
+    AsyncCopyOp,
+    AsyncDmaOp,
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
+    ComputeOp,
     DmaOp,
+    ForOp,
+    IndexOp,
     KernelOp,
     RefType,
     SemaphoreArrayType,
@@ -29,10 +41,12 @@ from copyir.dialects.copy import (
     SemIndexOp,
     SyncCopyOp,
     ViewOp,
+    WhenOp,
     describe_type,
 )
 from copyir.dialects.dma import ProgramOp
 from copyir.errors import CopyIRError
+from copyir.index import format_condition, format_expr
 from copyir.locations import detail_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -42,18 +56,28 @@ KEYWORDS = frozenset(
         "alloc",
         "semaphore",
         "buffered_ref",
+        "async_copy",
         "copy_start",
         "copy_wait",
         "dma",
         "sync_copy",
         "buffered_copy",
+        "for",
+        "in",
+        "when",
+        "and",
+        "or",
+        "not",
         "loc",
         "None",
         "Blocked",
         "Element",
     ]
 )
-_INLINE = (ViewOp, SemIndexOp)
+"""Words the parser reads as keywords somewhere: no value is printed with
+one as its name (it gets a fresh name instead)."""
+_INLINE = (ViewOp, SemIndexOp, IndexOp)
+_AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 
 
 def print_cpy(module: ModuleOp, debuginfo: bool = False) -> str:
@@ -89,9 +113,7 @@ class _KernelPrinter:
         kernel = self.kernel
         if not isinstance(kernel, KernelOp):
             return f"# {kernel.name} has no authoring syntax\n"
-        ops = list(kernel.body.block.ops)
-        self.assign_names(kernel, ops)
-        self.inline = _inline_views(ops)
+        self.assign_names(kernel)
         params = ", ".join(
             f"{self.names[arg]}: {describe_type(arg.type)}{self.loc(arg.location)}"
             for arg in kernel.params
@@ -99,51 +121,181 @@ class _KernelPrinter:
         lines = [f"kernel {kernel.kernel_name}({params}){self.loc(kernel.location)} {{"]
         if "param_addresses" in kernel.attributes:
             lines.append(f"  # {_layout_note(kernel)}")
-        for op in ops:
-            if op not in self.inline:
-                note = _address_note(op)
-                lines.append(f"  {self.statement(op)}{self.loc(op.location)}{note}")
+        self.block(kernel.body.block, 1, lines)
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    def block(self, block: Block, depth: int, lines: list[str]) -> None:
+        """The statements of a body, `depth` levels in."""
+        pad = "  " * depth
+        ops = list(block.ops)
+        self.inline.update(self.inline_ops(ops))
+        for op in ops:
+            if op in self.inline:
+                continue
+            if isinstance(op, ForOp | WhenOp):
+                head = self.loop(op) if isinstance(op, ForOp) else self.when(op)
+                lines.append(f"{pad}{head}{self.loc(op.location)} {{")
+                self.block(op.body.block, depth + 1, lines)
+                lines.append(f"{pad}}}")
+                continue
+            note = _address_note(op)
+            lines.append(f"{pad}{self.statement(op)}{self.loc(op.location)}{note}")
 
     def loc(self, location: Attribute) -> str:
         return location_suffix(location) if self.debuginfo else ""
 
-    def assign_names(self, kernel: KernelOp, ops: Sequence[Operation]) -> None:
-        """Keep each valid, unique name; make up fresh ones for the rest."""
-        values = list(kernel.params) + [r for op in ops for r in op.results]
-        taken = {v.name_hint for v in values if v.name_hint}
-        used: set[str] = set()
+    def assign_names(self, kernel: KernelOp) -> None:
+        """Keep each valid name that no visible name has taken; make up fresh
+        ones for the rest. A body's names are visible inside it only, so
+        two loops may both name their index `i`."""
+        taken = {
+            v.name_hint
+            for op in kernel.walk()
+            for v in [*op.results, *_block_args(op)]
+            if v.name_hint
+        }
         counter = 0
-        for value in values:
+
+        def name(value: SSAValue, visible: set[str]) -> None:
+            nonlocal counter
             hint = value.name_hint
             if (
                 hint
                 and _NAME.fullmatch(hint)
                 and hint not in KEYWORDS
-                and hint not in used
+                and hint not in visible
             ):
-                name = hint
+                chosen = hint
             else:
-                while f"v{counter}" in taken or f"v{counter}" in used:
+                while f"v{counter}" in taken or f"v{counter}" in visible:
                     counter += 1
-                name = f"v{counter}"
-            used.add(name)
-            self.names[value] = name
+                chosen = f"v{counter}"
+                taken.add(chosen)
+            visible.add(chosen)
+            self.names[value] = chosen
+
+        def walk(block: Block, visible: set[str]) -> None:
+            for arg in block.args:
+                name(arg, visible)
+            for op in block.ops:
+                for region in op.regions:
+                    for inner in region.blocks:
+                        walk(inner, set(visible))
+                for result in op.results:
+                    name(result, visible)
+
+        walk(kernel.body.block, set())
+
+    # -- inline views and index values ------------------------------------
+
+    def inline_ops(self, ops: Sequence[Operation]) -> set[Operation]:
+        """The ops that the parser would rebuild, in place, from inline text:
+        for each statement, the ops its operands' text makes, in the order
+        the parser makes them, right before it."""
+        inline: set[Operation] = set()
+        for i, op in enumerate(ops):
+            expected = [
+                o
+                for value, uses in self.text_operands(op)
+                for o in _made(value, op, uses)
+            ]
+            if expected and list(ops[i - len(expected) : i]) == expected:
+                inline.update(expected)
+        return inline
+
+    def text_operands(self, op: Operation) -> list[tuple[SSAValue, int]]:
+        """The operands a statement writes as text that could make ops, in
+        the order the parser reads them, each with the uses the statement
+        makes of it."""
+        if isinstance(op, ViewOp):
+            return [(op.source, 1), *((d, 1) for d in op.dynamic_offsets)]
+        if isinstance(op, SemIndexOp):
+            return [(op.source, 1), *((d, 1) for d in op.dynamic_indices)]
+        if isinstance(op, BufferedCopyOp):
+            values = [(d, 1) for d in op.dynamic_indices]
+            if op.sem is not None:
+                values.append((op.sem, 1))
+            if op.dynamic_slot is not None:
+                values.append((op.dynamic_slot, 1))
+            return values
+        if isinstance(op, ComputeOp):
+            return self.compute_operands(op)
+        if isinstance(op, IndexOp | ForOp | WhenOp | AsyncDmaOp):
+            return []
+        return [(v, 1) for v in op.operands]
+
+    def compute_operands(self, op: ComputeOp) -> list[tuple[SSAValue, int]]:
+        """A computation's destination, then each input whose `$k` the
+        expression names once (a view named twice would be two views)."""
+        try:
+            expression = op.parsed()
+        except ValueError:
+            return []
+        inputs = list(op.inputs)
+        augmented = _augmented(op, expression)
+        counts = _operand_counts(expression)
+        values = []
+        if augmented is None and op.dst not in inputs:
+            values.append((op.dst, 1))
+        elif augmented is not None and counts.get(0) == 1 and inputs.count(op.dst) == 1:
+            values.append((op.dst, 2))
+        for k, value in enumerate(inputs):
+            if value is not op.dst and counts.get(k) == 1 and inputs.count(value) == 1:
+                values.append((value, 1))
+        return values
 
     def operand(self, value: SSAValue) -> str:
         """A value's name, followed by the subscripts of inline views."""
         suffixes = []
-        while value.owner in self.inline:
-            suffixes.append(_subscripts(value.owner))
+        while value.owner in self.inline and not isinstance(value.owner, IndexOp):
+            suffixes.append(self.subscripts(value.owner))
             value = value.owner.source
         return self.names[value] + "".join(reversed(suffixes))
 
+    def index(self, value: int | SSAValue | None) -> str:
+        """An index: an integer, a name, or an inline index expression."""
+        if value is None or isinstance(value, int):
+            return str(value)
+        owner = value.owner
+        if owner in self.inline and isinstance(owner, IndexOp):
+            return format_expr(owner.map.data.results[0], self.arg_names(owner.args))
+        return self.names[value]
+
+    def arg_names(self, values: Sequence[SSAValue]) -> list[str]:
+        return [self.names[v] for v in values]
+
+    def subscripts(self, op: ViewOp | SemIndexOp) -> str:
+        """`[0:32, :]`, `[ds(8 * i, 8), 3]`: `:` for a whole dimension,
+        `ds(start, size)` for a slice whose start is an index value."""
+        if isinstance(op, SemIndexOp):
+            return f"[{', '.join(self.index(i) for i in op.starts())}]"
+        source = op.source.type
+        shape = source.get_shape() if isinstance(source, RefType) else ()
+        parts = []
+        for dim, (start, (_, size, dropped)) in enumerate(
+            zip(op.starts(), op.subscripts(), strict=True)
+        ):
+            if dropped:
+                parts.append(self.index(start))
+            elif not isinstance(start, int):
+                parts.append(f"ds({self.index(start)}, {size})")
+            elif dim < len(shape) and start == 0 and size == shape[dim]:
+                parts.append(":")
+            else:
+                parts.append(f"{start}:{start + size}")
+        return f"[{', '.join(parts)}]"
+
+    # -- statements --------------------------------------------------------
+
     def statement(self, op: Operation) -> str:
-        if isinstance(op, _INLINE):
+        if isinstance(op, ViewOp | SemIndexOp):
             return (
-                f"{self.names[op.result]} = {self.operand(op.source)}{_subscripts(op)}"
+                f"{self.names[op.result]} = {self.operand(op.source)}"
+                f"{self.subscripts(op)}"
             )
+        if isinstance(op, IndexOp):
+            return f"{self.names[op.result]} = {self.index_expression(op)}"
         if isinstance(op, AllocOp):
             return f"{self.names[op.result]} = alloc {describe_type(op.result.type)}"
         if isinstance(op, SemaphoreOp):
@@ -161,11 +313,45 @@ class _KernelPrinter:
         if isinstance(op, SyncCopyOp):
             return self.sync_copy(op)
         if isinstance(op, BufferedCopyOp):
-            src = self.names[op.src] + _indices(op.src_indices)
-            dst = self.names[op.dst] + _indices(op.dst_indices)
-            slot = f", slot={op.slot_value}" if op.slot is not None else ""
-            return f"buffered_copy {src} -> {dst}{slot}"
+            return self.buffered_copy(op)
+        if isinstance(op, AsyncCopyOp):
+            src, dst, sem = (self.operand(v) for v in (op.src, op.dst, op.sem))
+            return f"{self.names[op.result]} = async_copy {src} -> {dst}, {sem}"
+        if isinstance(op, AsyncDmaOp):
+            return self.async_dma(op)
+        if isinstance(op, ComputeOp):
+            return self.compute(op)
         return f"# {op.name} has no authoring syntax"
+
+    def index_expression(self, op: IndexOp) -> str:
+        """`i % 2`; `i + 0` for a bare index (`slot = i` would be an alias)."""
+        affine_map = op.map.data
+        if len(affine_map.results) != 1 or affine_map.num_dims != len(op.args):
+            return f"# a copy.index the authoring syntax cannot write: {affine_map}"
+        expr = affine_map.results[0]
+        text = format_expr(expr, self.arg_names(op.args))
+        return f"{text} + 0" if isinstance(expr, AffineDimExpr) else text
+
+    def loop(self, op: ForOp) -> str:
+        names = ", ".join(self.names[i] for i in op.indices)
+        bounds = op.bounds
+        if op.grid is not None:
+            extent = f"grid({', '.join(str(hi) for _, hi in bounds)})"
+        elif bounds and bounds[0][0] == 0:
+            extent = f"range({bounds[0][1]})"
+        else:
+            extent = f"range({', '.join(map(str, bounds[0] if bounds else ()))})"
+        parallel = ""
+        if op.parallel is not None:
+            dims = op.parallel_dims
+            parallel = (
+                f", parallel=({', '.join(map(str, dims))}{',' * (len(dims) == 1)})"
+            )
+        return f"for {names} in {extent}{parallel}"
+
+    def when(self, op: WhenOp) -> str:
+        sets = [attr.data for attr in op.condition.data]
+        return f"when {format_condition(sets, self.arg_names(op.args))}"
 
     def sync_copy(self, op: SyncCopyOp) -> str:
         try:
@@ -184,13 +370,141 @@ class _KernelPrinter:
         action = op.action.data
         head = {"start": "copy_start", "wait": "copy_wait"}.get(action)
         if head is None:
-            escaped = action.replace("\\", "\\\\").replace('"', '\\"')
-            head = f'dma "{escaped}"'
+            head = f"dma {_quoted(action)}"
         src, dst, sem = (self.operand(v) for v in (op.src, op.dst, op.sem))
-        options = ", add" if op.add is not None else ""
-        if op.priority is not None:
-            options += f", priority={op.priority_value}"
-        return f"{head} {src} -> {dst}, {sem}{options}"
+        return f"{head} {src} -> {dst}, {sem}{_dma_options(op)}"
+
+    def async_dma(self, op: AsyncDmaOp) -> str:
+        """`c.start(add, priority=1)`, `c.wait()`."""
+        action = op.action.data
+        if not _NAME.fullmatch(action):
+            return f"# an async_dma the authoring syntax cannot write: {action!r}"
+        options = _dma_options(op).removeprefix(", ")
+        return f"{self.names[op.descriptor]}.{action}({options})"
+
+    def buffered_copy(self, op: BufferedCopyOp) -> str:
+        """`buffered_copy [start|wait] x -> bx[i, j][, sem], slot=s`."""
+        dynamic = iter(op.dynamic_indices)
+        src = self.names[op.src] + self.block_indices(op.src_indices, dynamic)
+        dst = self.names[op.dst] + self.block_indices(op.dst_indices, dynamic)
+        action = op.action_value
+        head = "buffered_copy"
+        if action is not None:
+            head += f" {action if action in ('start', 'wait') else _quoted(action)}"
+        sem = f", {self.operand(op.sem)}" if op.sem is not None else ""
+        slot = op.slot_value
+        slot_text = f", slot={self.index(slot)}" if not isinstance(slot, int) else ""
+        if isinstance(slot, int) and op.slot is not None:
+            slot_text = f", slot={slot}"
+        return f"{head} {src} -> {dst}{sem}{slot_text}"
+
+    def block_indices(self, attr, dynamic: Iterator[SSAValue]) -> str:
+        if attr is None:
+            return ""
+        parts = [
+            self.index(next(dynamic, None)) if i == DYNAMIC else str(i)
+            for i in attr.get_values()
+        ]
+        return f"[{', '.join(parts)}]"
+
+    def compute(self, op: ComputeOp) -> str:
+        """`yw[...] = 2.0 * xw + 1.0`, `acc += xw`: `[...]` marks a whole
+        ref as the destination (`acc = ...` would define a name)."""
+        try:
+            expression = op.parsed()
+        except ValueError as err:
+            return f"# a computation the authoring syntax cannot write: {err}"
+        names = [self.operand(v) for v in op.inputs]
+        if any(
+            isinstance(n, Operand) and n.index >= len(names) for n in _nodes(expression)
+        ):
+            return "# a computation the authoring syntax cannot write: no such operand"
+        dst = self.operand(op.dst)
+        augmented = _augmented(op, expression)
+        if augmented is not None:
+            rhs = compute.format_infix(expression.args[1], names)
+            return f"{dst} {_AUGMENTED[augmented]} {rhs}"
+        if dst == self.names.get(op.dst):
+            dst += "[...]"
+        return f"{dst} = {compute.format_infix(expression, names)}"
+
+
+def _made(value: SSAValue, user: Operation, uses: int) -> list[Operation]:
+    """The ops the parser makes for `value`'s inline text in `user`, in the
+    order it makes them; [] when the value is not written inline."""
+    owner = value.owner
+    if not (
+        isinstance(value, OpResult)
+        and isinstance(owner, _INLINE)
+        and value.name_hint is None
+        and owner.location == user.location
+        and value.uses.get_length() == uses
+        and all(use.operation is user for use in value.uses)
+    ):
+        return []
+    if isinstance(owner, IndexOp):
+        affine_map = owner.map.data
+        if (
+            len(affine_map.results) != 1
+            or affine_map.num_dims != len(owner.args)
+            or isinstance(affine_map.results[0], AffineConstantExpr | AffineDimExpr)
+        ):
+            return []
+        return [owner]
+    dynamic = (
+        owner.dynamic_offsets if isinstance(owner, ViewOp) else owner.dynamic_indices
+    )
+    made = _made(owner.source, owner, 1)
+    for index in dynamic:
+        made += _made(index, owner, 1)
+    return [*made, owner]
+
+
+def _augmented(op: ComputeOp, expression) -> str | None:
+    """The operation of `dst op= rhs` when the computation is one: its
+    first input is its destination, and it applies `op` to that and a rest."""
+    if (
+        isinstance(expression, Apply)
+        and expression.operation in _AUGMENTED
+        and expression.args[0] == Operand(0)
+        and op.inputs
+        and op.inputs[0] is op.dst
+    ):
+        return expression.operation
+    return None
+
+
+def _operand_counts(expression) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for node in _nodes(expression):
+        if isinstance(node, Operand):
+            counts[node.index] = counts.get(node.index, 0) + 1
+    return counts
+
+
+def _nodes(expression):
+    yield expression
+    if isinstance(expression, Apply):
+        for arg in expression.args:
+            yield from _nodes(arg)
+
+
+def _block_args(op: Operation) -> list[SSAValue]:
+    return [
+        arg for region in op.regions for block in region.blocks for arg in block.args
+    ]
+
+
+def _quoted(action: str) -> str:
+    escaped = action.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _dma_options(op: DmaOp | AsyncDmaOp) -> str:
+    options = ", add" if op.add is not None else ""
+    if op.priority is not None:
+        options += f", priority={op.priority_value}"
+    return options
 
 
 def _address_note(op: Operation) -> str:
@@ -224,51 +538,3 @@ def buffered_ref_text(type: BufferedRefType) -> str:
     if type.space.data != "vmem":
         text += f", space={type.space.data}"
     return text
-
-
-def _subscripts(op: ViewOp | SemIndexOp) -> str:
-    """`[0:32, :]`: a view's subscripts, `:` for a whole dimension."""
-    if isinstance(op, SemIndexOp):
-        return op.subscripts_text()
-    shape = op.source.type.get_shape() if isinstance(op.source.type, RefType) else ()
-    parts = []
-    for dim, (offset, size, dropped) in enumerate(op.subscripts()):
-        if dropped:
-            parts.append(str(offset))
-        elif dim < len(shape) and offset == 0 and size == shape[dim]:
-            parts.append(":")
-        else:
-            parts.append(f"{offset}:{offset + size}")
-    return f"[{', '.join(parts)}]"
-
-
-def _indices(attr) -> str:
-    if attr is None:
-        return ""
-    return f"[{', '.join(str(i) for i in attr.get_values())}]"
-
-
-def _inline_views(ops: Sequence[Operation]) -> set[Operation]:
-    """The views that the parser would rebuild, in place, from inline text."""
-    inline: set[Operation] = set()
-    for i, op in enumerate(ops):
-        if isinstance(op, (_INLINE, BufferedCopyOp)):
-            continue
-        expected = [v for operand in op.operands for v in _chain(operand, op)]
-        if expected and list(ops[i - len(expected) : i]) == expected:
-            inline.update(expected)
-    return inline
-
-
-def _chain(value: SSAValue, user: Operation) -> list[Operation]:
-    """The views the parser emits for one inline operand, in emission order."""
-    chain = []
-    while (
-        isinstance(value.owner, _INLINE)
-        and value.name_hint is None
-        and value.has_one_use()
-        and value.owner.location == user.location
-    ):
-        chain.append(value.owner)
-        value = value.owner.source
-    return chain[::-1]

@@ -337,9 +337,73 @@ DID_YOU_MEAN = "did you mean {name}?"
 HINT_COMMENT = "comments start with # in copyir, not //"
 HINT_AT = "copyir writes a view without .at: x[0:8], not x.at[0:8]"
 HINT_DS = (
-    "copyir writes a slice as start:stop: pl.ds(start, size) is "
-    "start:start+size, such as x[8:16] for x[pl.ds(8, 8)]"
+    "copyir writes pl.ds(start, size) without pl.: x[ds(8, 8)] for "
+    "x[pl.ds(8, 8)] (or the slice x[8:16])"
 )
 HINT_NO_SEMAPHORE = (
     "a DMA names its semaphore after the destination: copy_start src -> dst, sem"
 )
+
+# The authoring syntax of loops, conditions, index expressions, copy
+# descriptors, asynchronous window copies and computations (issue 8).
+INDEX_NOT_AFFINE = "Index expression {expr} is not affine: {why}"
+INDEX_MULTIPLIES = "it multiplies two index values"
+INDEX_DIVIDES = "it divides by an index value"
+INDEX_DIVISOR = (
+    "Index expression {expr} divides by {divisor}: // and % take a positive constant"
+)
+INDEX_OPERATOR = (
+    "Index expression {expr} uses {what}; index expressions take integers, "
+    "index values and + - * // %"
+)
+NOT_AN_INDEX = "{name} is {type}, not an index value"
+STATIC_INTEGER = "{what} must be a static integer, got {expr}"
+DS_FORM = "ds takes a start and a static size, ds(start, size), got {expr}"
+DS_MISPLACED = (
+    "ds(start, size) slices one dimension and is written as a subscript, "
+    "x[ds(start, size)], not in {expr}"
+)
+SLICE_NOT_STATIC = (
+    "Slice {slice} of {expr} must have a static size, but its stop minus its "
+    "start is {size}"
+)
+LOOP_RANGE = (
+    "A loop runs over range(stop), range(start, stop) or grid(n, ...), not {expr}"
+)
+LOOP_INDEX_COUNT = (
+    "{range} gives {dims} index(es) per iteration, but the loop names {count}"
+)
+LOOP_INDEX_REBOUND = (
+    "{name} is the index of the loop at line {line} and cannot be rebound"
+)
+OUT_OF_SCOPE_INDEX = (
+    "{name} is the index of the loop at line {line} and exists only inside that loop"
+)
+OUT_OF_SCOPE_NAME = (
+    "{name} was defined at line {line} inside the body of the {construct} at "
+    "line {body}, and exists only inside that body"
+)
+CONDITION_TOO_LARGE = (
+    "Condition {expr} has more than {limit} terms once written as an or of ands"
+)
+NOT_A_DESCRIPTOR = (
+    "{call} needs a copy descriptor (c = async_copy src -> dst, sem), but {name} "
+    "is {type}"
+)
+DEFINITION_TARGET = "{what} defines a name: write name = {what} ..., not {target} = ..."
+WINDOW_NO_SEMAPHORE = (
+    "buffered_copy {action} needs a semaphore after its destination: "
+    "buffered_copy {action} src -> dst, sem, slot=s"
+)
+WINDOW_EXTRA_ITEM = (
+    "buffered_copy takes one semaphore after its destination (and only when it "
+    "starts or waits), then options; {expr} is not one"
+)
+COMPUTE_OPERATOR = (
+    "Computations take + - * /, max, min and unary minus, not {what}: {expr}"
+)
+COMPUTE_ARGUMENTS = "{name} takes 2 arguments, got {count}: {expr}"
+COMPUTE_INDEX_VALUE = (
+    "{name} is an index value; a computation takes refs, views and numeric literals"
+)
+HINT_COMPUTE = "a computation writes into a ref with subscripts: {name}[...] = ..."

@@ -14,15 +14,23 @@ from collections.abc import Iterable
 from copyir import errors
 from copyir.errors import Note
 
-STATEMENT_WORDS = ("copy_start", "copy_wait", "dma", "sync_copy", "buffered_copy")
+STATEMENT_WORDS = (
+    "copy_start",
+    "copy_wait",
+    "dma",
+    "sync_copy",
+    "buffered_copy",
+    "for",
+    "when",
+)
 """The words that start a statement."""
-VALUE_WORDS = ("alloc", "semaphore", "buffered_ref")
+VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy")
 """The words that start the right-hand side of `name = ...`."""
 
+_COMMENT = re.compile(r"//")
 _HABITS = (
-    (re.compile(r"//"), errors.HINT_COMMENT),
     (re.compile(r"\.[ \t]*at[ \t]*\["), errors.HINT_AT),
-    (re.compile(r"\b(?:pl[ \t]*\.[ \t]*)?ds[ \t]*\("), errors.HINT_DS),
+    (re.compile(r"\bpl[ \t]*\.[ \t]*ds[ \t]*\("), errors.HINT_DS),
 )
 
 
@@ -32,9 +40,10 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> tuple[Note, ...]:
     return (Note(errors.DID_YOU_MEAN.format(name=close[0])),) if close else ()
 
 
-def habit(text: str, offset: int) -> tuple[Note, ...]:
+def habit(text: str, offset: int, statement_ends: bool = True) -> tuple[Note, ...]:
     """A hint when the error at `offset` is in a construct of another
-    language: a `//` comment, Pallas' `x.at[...]` or `pl.ds(...)`."""
+    language: Pallas' `x.at[...]` or `pl.ds(...)`, or a `//` comment where
+    the statement could end (elsewhere `//` is floor division)."""
     start = text.rfind("\n", 0, offset) + 1
     end = text.find("\n", offset)
     line = text[start : end if end != -1 else len(text)]
@@ -42,4 +51,7 @@ def habit(text: str, offset: int) -> tuple[Note, ...]:
     for pattern, hint in _HABITS:
         if any(m.start() <= column < m.end() for m in pattern.finditer(line)):
             return (Note(hint),)
+    # Everything after `//` is the comment, so the error may be further on.
+    if statement_ends and any(m.start() <= column for m in _COMMENT.finditer(line)):
+        return (Note(errors.HINT_COMMENT),)
     return ()

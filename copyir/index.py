@@ -16,6 +16,7 @@ from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
     AffineConstantExpr,
+    AffineConstraintExpr,
     AffineConstraintKind,
     AffineDimExpr,
     AffineExpr,
@@ -96,11 +97,10 @@ def format_expr(expr: AffineExpr, names: Sequence[str], parent: int = 0) -> str:
     elif expr.kind == AffineBinaryOpKind.CeilDiv:
         text = f"ceildiv({format_expr(lhs, names)}, {format_expr(rhs, names)})"
         level = 3
-    else:
-        right = level + 1 if level == 2 else level
+    else:  # a right operand of the same level keeps its parentheses
         text = (
             f"{format_expr(lhs, names, level)} {symbol} "
-            f"{format_expr(rhs, names, right)}"
+            f"{format_expr(rhs, names, level + 1)}"
         )
     return f"({text})" if level < parent else text
 
@@ -117,12 +117,85 @@ def _negative(expr: AffineExpr) -> bool:
 
 
 def format_condition(sets: Sequence[AffineSet], names: Sequence[str]) -> str:
-    """An `or` of sets as `a >= b and c == d or ...`."""
+    """An `or` of sets as `i <= 6 and j % 2 == 0 or ...`: each constraint
+    in the form that `comparison` builds back into the same constraint."""
     parts = []
     for affine_set in sets:
-        terms = [
-            f"{format_expr(c.lhs, names)} {c.kind.value} {format_expr(c.rhs, names)}"
-            for c in affine_set.constraints
-        ]
-        parts.append(" and ".join(terms) or "True")
-    return " or ".join(parts) or "False"
+        terms = [format_constraint(c, names) for c in affine_set.constraints]
+        parts.append(" and ".join(terms) or "0 == 0")
+    return " or ".join(parts) or "0 != 0"
+
+
+# -- comparisons as constraints -----------------------------------------------------
+
+NEGATED = {"<": ">=", ">=": "<", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}
+"""The comparison that holds exactly where another does not."""
+
+
+def comparison(op: str, a: AffineExpr, b: AffineExpr) -> list[tuple]:
+    """`a op b` as an or of conjunctions of constraints `e >= 0` or
+    `e == 0` (the forms of MLIR's integer sets): `a < b` is
+    `b - a - 1 >= 0`, and `a != b` is `a < b or a > b`."""
+    if op == "!=":
+        return comparison("<", a, b) + comparison(">", a, b)
+    kind = AffineConstraintKind.eq if op == "==" else AffineConstraintKind.ge
+    lhs = {
+        "<": lambda: b - a - 1,
+        "<=": lambda: b - a,
+        ">": lambda: a - b - 1,
+        ">=": lambda: a - b,
+        "==": lambda: a - b,
+    }[op]()
+    return [(AffineConstraintExpr(kind, lhs, AffineConstantExpr(0)),)]
+
+
+def format_constraint(constraint: AffineConstraintExpr, names: Sequence[str]) -> str:
+    """`i <= 6` for `-d0 + 6 >= 0`: the expression's terms left, its
+    constant right, the first term positive; `e >= 0` when that form would
+    not build back into this very constraint."""
+    lhs, rhs = constraint.lhs, constraint.rhs
+    symbol = constraint.kind.value
+    op = {">=": ">=", "==": "=="}.get(symbol)
+    if op is not None and rhs == AffineConstantExpr(0):
+        terms, constant = _split_constant(lhs)
+        if terms is not None:
+            flipped = {">=": "<=", "==": "=="}[op]
+            for left, sign, right in (
+                (terms, op, -constant),
+                (-terms, flipped, constant),
+            ):
+                if _first_term_negative(terms) != (left is terms) and _builds(
+                    sign, left, right, constraint
+                ):
+                    return (
+                        f"{format_expr(left, names)} {sign} "
+                        f"{format_expr(AffineConstantExpr(right), names)}"
+                    )
+    return f"{format_expr(lhs, names)} {symbol} {format_expr(rhs, names)}"
+
+
+def _split_constant(expr: AffineExpr) -> tuple[AffineExpr | None, int]:
+    """`e + c` as (e, c); (e, 0) without a constant; (None, c) for a constant."""
+    if isinstance(expr, AffineConstantExpr):
+        return None, expr.value
+    if (
+        isinstance(expr, AffineBinaryOpExpr)
+        and expr.kind == AffineBinaryOpKind.Add
+        and isinstance(expr.rhs, AffineConstantExpr)
+    ):
+        return expr.lhs, expr.rhs.value
+    return expr, 0
+
+
+def _first_term_negative(expr: AffineExpr) -> bool:
+    while isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        expr = expr.lhs
+    return _negative(expr)
+
+
+def _builds(
+    op: str, left: AffineExpr, right: int, constraint: AffineConstraintExpr
+) -> bool:
+    """Whether `left op right` parses back into `constraint`."""
+    built = comparison(op, left, AffineConstantExpr(right))
+    return len(built) == 1 and built[0] == (constraint,)

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
@@ -178,9 +179,26 @@ def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
     return module
 
 
+class _ScopedPrinter(Printer):
+    """xDSL's printer, with names scoped as the parser scopes them: a name
+    defined by or in a loop or `when` is free again after it, so that two
+    loops both print their index as `%i` (xDSL would print `%i_1`, which
+    reads back as another name)."""
+
+    def print_op(self, op: Operation) -> None:
+        if not op.regions or op.results or op.get_traits_of_type(IsolatedFromAbove):
+            super().print_op(op)
+            return
+        self._ssa_names.append(self._ssa_names[-1].copy())
+        try:
+            super().print_op(op)
+        finally:
+            self._ssa_names.pop()
+
+
 def print_mlir(op: Operation, debuginfo: bool = True) -> str:
     """The MLIR form, with `loc(...)` on every op so that origins survive."""
     stream = StringIO()
-    Printer(stream=stream, print_debuginfo=debuginfo).print_op(op)
+    _ScopedPrinter(stream=stream, print_debuginfo=debuginfo).print_op(op)
     stream.write("\n")
     return stream.getvalue()

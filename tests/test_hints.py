@@ -85,14 +85,14 @@ def test_nothing_close_no_note():
         ),
         (
             "  s = semaphore\n  copy_start x[pl.ds(0, 8)] -> y[0:8], s",
-            16,
+            18,
             errors.HINT_DS,
         ),
-        (
-            "  s = semaphore\n  copy_start x[ds(0, 8)] -> y[0:8], s",
-            16,
-            errors.HINT_DS,
-        ),
+        # `//` where a statement could end is a comment, not floor division.
+        ("  s = semaphore\n  copy_start x -> y, s  // C", 25, errors.HINT_COMMENT),
+        ("  s = semaphore; // C", 18, errors.HINT_COMMENT),
+        ("  n = 3 // a comment", 14, errors.HINT_COMMENT),
+        ("  n = 3 // comment", 12, errors.HINT_COMMENT),
         ("  copy_start x -> y", 20, errors.HINT_NO_SEMAPHORE),
         ("  dma wait x[0:8] -> y[0:8]", 28, errors.HINT_NO_SEMAPHORE),
         ("  copy_start x -> y}", 20, errors.HINT_NO_SEMAPHORE),
@@ -122,4 +122,24 @@ def test_a_first_word_that_is_a_name_gets_no_keyword_suggestion():
             body="  dmas = alloc f32[64, 128] @vmem\n  copy_start x -> dmas s"
         )
     )
+    assert notes_of(err) == []
+
+
+def test_ds_is_the_authoring_syntax_now():
+    """`ds(start, size)` is how copyir writes a slice too; only `pl.ds` gets
+    the hint."""
+    text = KERNEL.format(body="  s = semaphore\n  copy_start x[ds(0, 8)] -> y[0:8], s")
+    copyir.verify(copyir.parse(text))
+
+
+def test_floor_division_gets_no_comment_hint():
+    body = "  for i in range(4) {\n    n = i // 2 + zz\n  }"
+    err = error_of(KERNEL.format(body=body))
+    assert str(err) == errors.UNDEFINED.format(name="zz")
+    assert errors.HINT_COMMENT not in notes_of(err)
+
+
+def test_an_unfinished_floor_division_is_no_comment():
+    err = error_of(KERNEL.format(body="  n = 3 //"))
+    assert str(err).startswith("unexpected end of line")
     assert notes_of(err) == []

@@ -396,11 +396,14 @@ def describe_type(type: Attribute) -> str:
 
 
 def describe(value: SSAValue) -> str:
-    """A value as a user wrote it: its name, or the view expression."""
+    """A value as a user wrote it: its name, the view expression, or the
+    index expression (`8 * i + 8`)."""
     suffixes = []
     while value.name_hint is None and isinstance(value.owner, ViewOp | SemIndexOp):
         suffixes.append(value.owner.subscripts_text())
         value = value.owner.source
+    if value.name_hint is None and isinstance(value.owner, IndexOp):
+        return value.owner.expression_text() + "".join(reversed(suffixes))
     return (value.name_hint or "an unnamed value") + "".join(reversed(suffixes))
 
 
@@ -1843,7 +1846,10 @@ class ForOp(IRDLOperation):
                 f" parallel [{', '.join(map(str, self.parallel_dims))}]"
             )
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        # An empty body prints as `{}`: its arguments are named before it.
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
 
 
 @irdl_op_definition
@@ -1856,6 +1862,15 @@ class IndexOp(IRDLOperation):
     args = var_operand_def(IndexType)
     map = prop_def(AffineMapAttr)
     result = result_def(IndexType)
+
+    def expression_text(self) -> str:
+        """The index expression in the authoring syntax, for messages."""
+        from copyir.index import format_expr
+
+        affine_map = self.map.data
+        if len(affine_map.results) != 1 or affine_map.num_dims != len(self.args):
+            return str(affine_map)
+        return format_expr(affine_map.results[0], [describe(a) for a in self.args])
 
     def verify_(self) -> None:
         affine_map = self.map.data

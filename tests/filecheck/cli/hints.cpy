@@ -3,7 +3,7 @@
 # A hint or a did-you-mean is a note after the error, whose message stays
 # exactly the documented one.
 
-# CHECK:      hints.cpy:[[# @LINE + 3]]:3: error: unexpected character '/'
+# CHECK:      hints.cpy:[[# @LINE + 3]]:3: error: unexpected '//'
 # CHECK:      note: comments start with # in copyir, not //
 kernel comment(x: f32[8]) {
   // a C comment
@@ -19,7 +19,7 @@ kernel undefined(x: f32[8]) {
 }
 
 # -----
-# CHECK:      hints.cpy:[[# @LINE + 4]]:14: error: unexpected 'x'; expected '=' or end of line
+# CHECK:      hints.cpy:[[# @LINE + 4]]:14: error: unexpected 'x'; expected '.', '=', '[', an augmented assignment such as '+=' or subscripts
 # CHECK:      note: did you mean copy_start?
 kernel statement(x: f32[8], y: f32[8]) {
   s = semaphore
@@ -33,7 +33,7 @@ kernel dtype(x: flaot32[8]) {
 }
 
 # -----
-# CHECK:      hints.cpy:[[# @LINE + 4]]:15: error: unexpected character '.'
+# CHECK:      hints.cpy:[[# @LINE + 4]]:15: error: unexpected '.'
 # CHECK:      note: copyir writes a view without .at: x[0:8], not x.at[0:8]
 kernel at(x: f32[8], y: f32[8]) {
   s = semaphore
@@ -41,11 +41,23 @@ kernel at(x: f32[8], y: f32[8]) {
 }
 
 # -----
-# CHECK:      hints.cpy:[[# @LINE + 4]]:16: error: unexpected 'pl'
-# CHECK:      note: copyir writes a slice as start:stop: pl.ds(start, size) is start:start+size, such as x[8:16] for x[pl.ds(8, 8)]
+# CHECK:      hints.cpy:[[# @LINE + 4]]:18: error: unexpected '.'
+# CHECK:      note: copyir writes pl.ds(start, size) without pl.: x[ds(8, 8)] for x[pl.ds(8, 8)] (or the slice x[8:16])
 kernel ds(x: f32[8], y: f32[8]) {
   s = semaphore
   copy_start x[pl.ds(0, 4)] -> y[0:4], s
+}
+
+# -----
+# `//` is floor division in an index expression, and a comment where the
+# statement could end.
+# CHECK:      hints.cpy:[[# @LINE + 5]]:38: error: unexpected '//'
+# CHECK:      note: comments start with # in copyir, not //
+kernel floor(x: f32[8], y: f32[8]) {
+  s = semaphore
+  for i in range(4) {
+    copy_start x[i // 2] -> y[0], s  // one element
+  }
 }
 
 # -----
