@@ -1,8 +1,9 @@
 """A hypothesis generator of race-free loop programs, for tests to import.
 
-`loop_programs()` draws a `LoopProgram`: the text of one kernel in the MLIR
-form of the copy dialect (`generated.mlir`), the shapes of the parameters
-to give as inputs, and the dtype. A program is a sequence of fragments;
+`loop_programs()` draws a `LoopProgram`: the text of one kernel in the
+authoring syntax (`generated.cpy`), the shapes of the parameters to give as
+inputs, the dtype, and numpy's expected final value of each output that no
+computation writes. A program is a sequence of fragments;
 each fragment has parameters, scratch and semaphores of its own, and waits
 every DMA it starts before it ends, so fragments never race with each
 other, and each one is race-free by construction under DESIGN's finishing
@@ -13,40 +14,45 @@ every semaphore ends at zero.
 Covered (each fragment is drawn with its variants):
 
 - `ring`: a prefetching loop through k slots, `% 2` or `% 3` slot and
-  semaphore indices, prefetch depth 1 or k - 1 under `when i + depth < N`,
-  the prologue before the loop or under `when i == 0`, the wait as
-  `copy.dma "wait"` or through a descriptor made in the loop, and
-  optionally a computation between the wait and the copy out;
+  semaphore indices, prefetch depth 1 or k - 1 under `when i + depth < N`
+  (so fetches stay in flight across iterations), the prologue before the
+  loop or under `when i == 0`, the wait as `copy_wait` / `dma wait` or
+  through a descriptor made in the loop (`c.wait()`), and optionally a
+  computation between the wait and the copy out;
 - `windows`: a grid over a BufferedRef with ragged blocks (the last row
-  and column of blocks shorter) through asynchronous window copies on a
-  semaphore array, with or without prefetch of the next block in
-  row-major order (`floordiv` and `mod` of the flat step), its prologue
-  before the loop or under a two-index `when`;
+  and column of blocks shorter) through asynchronous window copies
+  (`buffered_copy start` / `wait`) on a semaphore array, with or without
+  prefetch of the next block in row-major order (`//` and `%` of the flat
+  step, a named index value), its prologue before the loop or under
+  `when i == 0 and j == 0`;
 - `shared`: several DMAs on one semaphore and one larger wait, or one DMA
   waited by two smaller descriptors;
 - `accumulate`: a sum over the last axis of a grid (or of nested loops)
-  into an accumulator that stays in VMEM, `acc = 0` under `when j == 0`
-  and written back under `when j == last`;
-- `add`: DMAs with `add` into a parameter given as input, under a
-  `parallel` loop sometimes, plus a second add under `when i % 2 == 0`;
+  into an accumulator that stays in VMEM, `acc[...] = 0` under
+  `when j == 0`, `acc += xw`, written back under `when j == last`;
+- `add`: DMAs with `add` into a parameter given as input, under a loop
+  marked `parallel=(0,)` sometimes, plus a second add under
+  `when i % 2 == 0`;
 - `parity`: nested loops whose body computes one of two expressions under
-  `when (i + j) % 2 == 0` and its complement (an `or` of two sets);
+  `when (i + j) % 2 == 0` and its complement (`not`, an `or` of two
+  `and`s, or `!=`);
 - `descriptor`: a descriptor made before the loop and started in every
-  iteration, beside one made in each iteration;
-- computations: random trees of `add sub mul div max min neg` over the
-  window just read, the accumulator and literals (float literals for float
-  dtypes, small integers otherwise, `div` only for floats), in f32, f16,
-  bf16, i32 and i8 (integers wrap);
-- loops as `range(0, N)`, `range(a, b)` with a nonzero start, grids, and
-  nested `copy.for`s.
+  iteration (`c.start()`), beside one made in each iteration;
+- computations: random trees of `+ - * / max min` and unary minus over the
+  window just read and literals (float literals for float dtypes, small
+  integers otherwise, `/` only for floats), in f32, f16, bf16, i32 and i8
+  (integers wrap);
+- loops as `range(N)`, `range(a, b)` with a nonzero start, grids, and
+  nested `for`s; trip counts of 1 (a `when` that never holds).
 
 Not covered: `priority=1`; SMEM scratch and scalar computations; `Element`
-and squeezed window dimensions in loops; loops over a kernel's top-level
-pytree `sync_copy` with several leaves; a DMA left in flight across
-iterations (every ring waits the slot it reads in the iteration that reads
-it, not later); reuse of one semaphore by two fragments; NaN or infinite
-inputs (computations may still make them, by division or overflow); bool,
-i16, i64, u8 to u32 and f64 dtypes; trip counts above a few dozen.
+and squeezed window dimensions in loops; `-=` and `*=`; pytree `sync_copy`
+with several leaves inside loops; a write-behind (an output DMA waited in
+a later iteration, or after the loop); one semaphore or buffer shared by
+two fragments; a grid marked parallel; NaN or infinite inputs
+(computations may still make them, by division or overflow); bool, i16,
+i64, u8 to u32 and f64 dtypes; trip counts above a few dozen; anything
+racy or invalid (the generator makes only correct programs).
 """
 
 from __future__ import annotations
@@ -84,7 +90,7 @@ class LoopProgram:
     dtype: str
     fragments: tuple[str, ...]
     expectations: tuple[tuple[str, Expectation], ...] = ()
-    filename: str = "generated.mlir"
+    filename: str = "generated.cpy"
 
     @property
     def has_dynamic_blocks(self) -> bool:
@@ -117,16 +123,23 @@ class LoopProgram:
 
 @dataclass(frozen=True)
 class Ref:
-    """A ref value of the program being built: its SSA name and type."""
+    """A ref, or a view of one, in the program being built: its text
+    (`buf3`, `x0[ds(8 * i4, 8)]`), shape and memory space."""
 
     name: str
     shape: tuple[int, ...]
     space: str
 
 
+Subscript = int | str | tuple[int | str, int]
+"""An integer or index expression (an index: the dimension drops), or a
+(start, size) slice whose start is either."""
+Expectation = Callable[[Mapping[str, np.ndarray]], np.ndarray]
+
+
 @dataclass
 class Builder:
-    """The lines of one kernel in the MLIR form, with fresh SSA names."""
+    """The statements of one kernel in the authoring syntax, fresh names."""
 
     dtype: str
     params: list[tuple[Ref, bool]] = field(default_factory=list)
@@ -137,25 +150,23 @@ class Builder:
 
     def fresh(self, hint: str) -> str:
         self.count += 1
-        return f"%{hint}{self.count}"
+        return f"{hint}{self.count}"
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.depth + line)
 
-    def type(self, ref: Ref) -> str:
-        element = self.dtype
-        dims = "".join(f"{d}x" for d in ref.shape)
-        return f"!copy.ref<{dims}{element}, {ref.space}>"
+    def type(self, shape: tuple[int, ...], space: str) -> str:
+        return f"{self.dtype}[{', '.join(map(str, shape))}] @{space}"
 
     def param(self, hint: str, shape: tuple[int, ...], given: bool) -> Ref:
         """A kernel parameter; `given` ones are inputs."""
-        ref = Ref(f"%{hint}{len(self.params)}", shape, "hbm")
+        ref = Ref(f"{hint}{len(self.params)}", shape, "hbm")
         self.params.append((ref, given))
         return ref
 
     def expect(self, ref: Ref, expectation: Expectation) -> None:
         """What numpy says the parameter `ref` ends as, from the inputs."""
-        self.expectations.append((ref.name[1:], expectation))
+        self.expectations.append((ref.name, expectation))
 
     def poison(self, shape: tuple[int, ...]) -> np.ndarray:
         numpy = BY_NAME[self.dtype].numpy
@@ -164,56 +175,41 @@ class Builder:
 
     def alloc(self, shape: tuple[int, ...], space: str = "vmem") -> Ref:
         ref = Ref(self.fresh("buf"), shape, space)
-        self.emit(f"{ref.name} = copy.alloc : {self.type(ref)}")
+        self.emit(f"{ref.name} = alloc {self.type(shape, space)}")
         return ref
 
     def semaphores(self, count: int | None = None) -> str:
         """A semaphore, or an array of `count` of them."""
         name = self.fresh("sem")
-        self.emit(f"{name} = copy.semaphore : {_sem_type(count)}")
+        self.emit(f"{name} = semaphore" + ("" if count is None else f"[{count}]"))
         return name
 
-    def sem(self, array: str, count: int, index: int | str) -> str:
-        name = self.fresh("s")
-        self.emit(f"{name} = copy.sem_index {array}[{index}] : {_sem_type(count)}")
-        return name
-
-    def index(self, dims: Sequence[str], expr: str) -> str:
-        """An index value: `expr` over d0, d1, .. bound to `dims`."""
+    def index(self, expr: str) -> str:
+        """A named index value: `slot5 = i3 % 2`."""
         name = self.fresh("ix")
-        names = ", ".join(f"d{k}" for k in range(len(dims)))
-        self.emit(
-            f"{name} = copy.index affine_map<({names}) -> ({expr})>({', '.join(dims)})"
-        )
+        self.emit(f"{name} = {expr}")
         return name
 
     def view(self, ref: Ref, subscripts: Sequence[Subscript]) -> Ref:
-        """Subscripts: an int or index value (indexed, dropped), or (start,
-        size) with an int or index value start."""
         texts, kept = [], []
         for sub in subscripts:
             if isinstance(sub, tuple):
                 start, size = sub
-                dynamic = isinstance(start, str)
-                texts.append(
-                    f"ds({start}, {size})" if dynamic else f"{start}:{start + size}"
-                )
+                if isinstance(start, str):
+                    texts.append(f"ds({start}, {size})")
+                else:
+                    texts.append(f"{start}:{start + size}")
                 kept.append(size)
             else:
                 texts.append(str(sub))
         shape = (*kept, *ref.shape[len(subscripts) :])
-        view = Ref(self.fresh("v"), shape, ref.space)
-        self.emit(
-            f"{view.name} = copy.view {ref.name}[{', '.join(texts)}] : {self.type(ref)}"
-        )
-        return view
+        return Ref(f"{ref.name}[{', '.join(texts)}]", shape, ref.space)
 
     def dma(self, action: str, src: Ref, dst: Ref, sem: str, add: bool = False) -> None:
-        option = " add" if add else ""
-        self.emit(
-            f'copy.dma "{action}" {src.name}, {dst.name}, {sem}{option} : '
-            f"{self.type(src)}, {self.type(dst)}, !copy.sem"
-        )
+        """`copy_start` / `copy_wait`, or the action form `dma start` when
+        the program's count of names is odd."""
+        form = f"dma {action}" if self.count % 2 else f"copy_{action}"
+        self.emit(f"{form} {src.name} -> {dst.name}, {sem}" + (", add" if add else ""))
 
     def copy(self, src: Ref, dst: Ref, sem: str, add: bool = False) -> None:
         """A start and its wait."""
@@ -221,63 +217,43 @@ class Builder:
         self.dma("wait", src, dst, sem)
 
     def sync_copy(self, src: Ref, dst: Ref) -> None:
-        self.emit(
-            f"copy.sync_copy {src.name} -> {dst.name} : "
-            f"({self.type(src)}) -> ({self.type(dst)})"
-        )
+        self.emit(f"sync_copy {src.name} -> {dst.name}")
 
     def descriptor(self, src: Ref, dst: Ref, sem: str) -> str:
         name = self.fresh("c")
-        self.emit(
-            f"{name} = copy.async_copy {src.name}, {dst.name}, {sem} : "
-            f"{self.type(src)}, {self.type(dst)}, !copy.sem"
-        )
+        self.emit(f"{name} = async_copy {src.name} -> {dst.name}, {sem}")
         return name
 
     def async_dma(self, action: str, descriptor: str, add: bool = False) -> None:
-        self.emit(f'copy.async_dma "{action}" {descriptor}{" add" if add else ""}')
+        self.emit(f"{descriptor}.{action}({'add' if add else ''})")
 
-    def compute(self, dst: Ref, expression: str, inputs: Sequence[Ref]) -> None:
-        operands = ", ".join(r.name for r in inputs)
-        types = "".join(f", {self.type(r)}" for r in inputs)
-        self.emit(
-            f'copy.compute {dst.name} = "{expression}" ({operands}) : {self.type(dst)}{types}'
-        )
+    def compute(self, dst: Ref, expression: str) -> None:
+        self.emit(f"{dst.name}[...] = {expression}")
 
     @contextlib.contextmanager
-    def loop(self, header: str, count: int) -> Iterator[list[str]]:
-        """`copy.for <names> in <header> {`; yields the index names."""
+    def loop(self, extent: str, count: int, parallel: str = "") -> Iterator[list[str]]:
+        """`for i3, j4 in grid(2, 3) {`; yields the index names."""
         names = [self.fresh(n) for n in "ijk"[:count]]
-        self.emit(f"copy.for {', '.join(names)} in {header} {{")
+        self.emit(f"for {', '.join(names)} in {extent}{parallel} {{")
         self.depth += 1
         yield names
         self.depth -= 1
         self.emit("}")
 
     @contextlib.contextmanager
-    def when(self, dims: Sequence[str], sets: Sequence[str]) -> Iterator[None]:
-        """`copy.when`: an `or` of sets, each a list of constraints over
-        d0, d1, .. bound to `dims`."""
-        names = ", ".join(f"d{k}" for k in range(len(dims)))
-        condition = ", ".join(f"affine_set<({names}) : ({s})>" for s in sets)
-        self.emit(f"copy.when [{condition}]({', '.join(dims)}) {{")
+    def when(self, condition: str) -> Iterator[None]:
+        self.emit(f"when {condition} {{")
         self.depth += 1
         yield
         self.depth -= 1
         self.emit("}")
 
     def text(self) -> str:
-        params = ", ".join(f"{r.name}: {self.type(r)}" for r, _ in self.params)
+        params = ", ".join(
+            f"{r.name}: {self.type(r.shape, 'hbm')}" for r, _ in self.params
+        )
         body = "\n".join(self.lines)
-        return f"copy.kernel @generated({params}) {{\n{body}\n}}\n"
-
-
-Subscript = int | str | tuple[int | str, int]
-Expectation = Callable[[Mapping[str, np.ndarray]], np.ndarray]
-
-
-def _sem_type(count: int | None) -> str:
-    return "!copy.sem" if count is None else f"!copy.sem_array<{count}>"
+        return f"kernel generated({params}) {{\n{body}\n}}\n"
 
 
 # --------------------------------------------------------------------------
@@ -286,49 +262,32 @@ def _sem_type(count: int | None) -> str:
 
 
 @st.composite
-def expressions(draw, dtype: str, operands: int, depth: int = 3) -> str:
-    """A prefix expression over `$0 .. $(operands - 1)` and literals."""
+def expressions(draw, dtype: str, operands: Sequence[str], depth: int = 3) -> str:
+    """An expression in the authoring syntax over the operands and literals."""
     floating = not dtype.startswith("i")
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         if operands and draw(st.booleans()):
-            return f"${draw(st.integers(0, operands - 1))}"
-        return draw(st.sampled_from(FLOAT_LITERALS if floating else INT_LITERALS))
-    names = ["add", "sub", "mul", "max", "min", "neg"] + (["div"] if floating else [])
+            return draw(st.sampled_from(list(operands)))
+        literal = draw(st.sampled_from(FLOAT_LITERALS if floating else INT_LITERALS))
+        return f"({literal})" if literal.startswith("-") else literal
+    names = ["+", "-", "*", "max", "min", "neg"] + (["/"] if floating else [])
     operation = draw(st.sampled_from(names))
-    arity = 1 if operation == "neg" else 2
-    args = [draw(expressions(dtype, operands, depth - 1)) for _ in range(arity)]
-    return f"({operation} {' '.join(args)})"
-
-
-def renumbered(expression: str, inputs: Sequence[Ref]) -> tuple[str, list[Ref]]:
-    """The expression with its operands numbered by first appearance, and
-    the inputs in that order (what the authoring syntax builds)."""
-    order: list[int] = []
-    out, at = [], 0
-    while at < len(expression):
-        if expression[at] == "$":
-            end = at + 1
-            while end < len(expression) and expression[end].isdigit():
-                end += 1
-            k = int(expression[at + 1 : end])
-            if k not in order:
-                order.append(k)
-            out.append(f"${order.index(k)}")
-            at = end
-        else:
-            out.append(expression[at])
-            at += 1
-    return "".join(out), [inputs[k] for k in order]
+    if operation == "neg":
+        return f"-({draw(expressions(dtype, operands, depth - 1))})"
+    a, b = (draw(expressions(dtype, operands, depth - 1)) for _ in range(2))
+    if operation in ("max", "min"):
+        return f"{operation}({a}, {b})"
+    return f"({a} {operation} {b})"
 
 
 @st.composite
 def computation(draw, b: Builder, dst: Ref, inputs: Sequence[Ref]) -> None:
     """dst = a random expression of the inputs (at least one of them)."""
-    expression = draw(expressions(b.dtype, len(inputs)))
-    if "$" not in expression:
-        expression = f"(add $0 {expression})"
-    text, used = renumbered(expression, inputs)
-    b.compute(dst, text, used)
+    names = [r.name for r in inputs]
+    expression = draw(expressions(b.dtype, names))
+    if not any(name in expression for name in names):
+        expression = f"{names[0]} + {expression}"
+    b.compute(dst, expression)
 
 
 # --------------------------------------------------------------------------
@@ -352,37 +311,33 @@ def ring(draw, b: Builder) -> None:
 
     def prologue() -> None:
         for p in range(min(depth, n)):
-            src = b.view(x, [(p * rows, rows)])
-            b.dma("start", src, b.view(buf, [p]), b.sem(sems, k, p))
+            b.dma(
+                "start", b.view(x, [(p * rows, rows)]), b.view(buf, [p]), f"{sems}[{p}]"
+            )
 
     if not in_loop:
         prologue()
-    with b.loop(f"range(0, {n})", 1) as (i,):
+    with b.loop(f"range({n})", 1) as (i,):
         if in_loop:
-            with b.when([i], ["d0 == 0"]):
+            with b.when(f"{i} == 0"):
                 prologue()
-        slot = b.index([i], f"d0 mod {k}")
-        with b.when([i], [f"{n - 1 - depth} - d0 >= 0"]):
-            start = b.index([i], f"d0 * {rows} + {depth * rows}")
-            nslot = b.index([i], f"(d0 + {depth}) mod {k}")
-            src = b.view(x, [(start, rows)])
-            b.dma("start", src, b.view(buf, [nslot]), b.sem(sems, k, nslot))
-        row = b.index([i], f"d0 * {rows}")
-        xv, window, s = (
-            b.view(x, [(row, rows)]),
-            b.view(buf, [slot]),
-            b.sem(sems, k, slot),
-        )
+        slot = b.index(f"{i} % {k}")
+        with b.when(f"{i} + {depth} < {n}"):
+            nslot = f"({i} + {depth}) % {k}"
+            src = b.view(x, [(f"{rows} * ({i} + {depth})", rows)])
+            b.dma("start", src, b.view(buf, [nslot]), f"{sems}[{nslot}]")
+        row = b.index(f"{rows} * {i}")
+        xv, window = b.view(x, [(row, rows)]), b.view(buf, [slot])
         if draw(st.booleans()):
-            b.async_dma("wait", b.descriptor(xv, window, s))
+            b.async_dma("wait", b.descriptor(xv, window, f"{sems}[{slot}]"))
         else:
-            b.dma("wait", xv, window, s)
+            b.dma("wait", xv, window, f"{sems}[{slot}]")
         if out is not None:
             draw(computation(b, out, [window]))
             window = out
-        b.copy(window, b.view(y, [(row, rows)]), b.sem(outs, k, slot))
+        b.copy(window, b.view(y, [(row, rows)]), f"{outs}[{slot}]")
     if out is None:
-        b.expect(y, lambda inputs: inputs[x.name[1:]].copy())
+        b.expect(y, lambda inputs: inputs[x.name].copy())
 
 
 @st.composite
@@ -395,40 +350,34 @@ def windows(draw, b: Builder) -> None:
     cols = bc * (gj - 1) + draw(st.integers(1, bc))
     x = b.param("x", (rows, cols), True)
     y = b.param("y", (rows, cols), False)
-    bref = b.fresh("bx")
-    btype = f"!copy.buffered<{rows}x{cols}x{b.dtype}, [{br}, {bc}], buffers 2, vmem>"
-    b.emit(f"{bref} = copy.buffered_ref : {btype}")
+    bx = b.fresh("bx")
+    b.emit(f"{bx} = buffered_ref {x.name}, block=({br}, {bc}), buffers=2")
     sems = b.semaphores(2)
-    xt = b.type(x)
 
-    def window(action: str, block: str, slot: str, sem: str) -> None:
+    def window(action: str, block: str, slot: str) -> None:
         b.emit(
-            f'copy.buffered_copy "{action}" {x.name} -> {bref}[{block}] slot {slot} '
-            f"sem {sem} : {xt} -> {btype}, !copy.sem"
+            f"buffered_copy {action} {x.name} -> {bx}[{block}], {sems}[{slot}], "
+            f"slot={slot}"
         )
 
     prefetch, in_loop = draw(st.booleans()), draw(st.booleans())
     if prefetch and not in_loop:
-        window("start", "0, 0", "0", b.sem(sems, 2, 0))
+        window("start", "0, 0", "0")
     with b.loop(f"grid({gi}, {gj})", 2) as (i, j):
-        step = f"d0 * {gj} + d1"
-        slot = b.index([i, j], f"({step}) mod 2")
-        s = b.sem(sems, 2, slot)
+        step = b.index(f"{gj} * {i} + {j}")
+        slot = b.index(f"{step} % 2")
         if prefetch:
             if in_loop:
-                with b.when([i, j], ["d0 == 0, d1 == 0"]):
-                    window("start", "0, 0", "0", b.sem(sems, 2, 0))
-            with b.when([i, j], [f"{gi * gj - 2} - d0 * {gj} - d1 >= 0"]):
-                ni = b.index([i, j], f"({step} + 1) floordiv {gj}")
-                nj = b.index([i, j], f"({step} + 1) mod {gj}")
-                ns = b.index([i, j], f"({step} + 1) mod 2")
-                window("start", f"{ni}, {nj}", ns, b.sem(sems, 2, ns))
+                with b.when(f"{i} == 0 and {j} == 0"):
+                    window("start", "0, 0", "0")
+            with b.when(f"{step} + 1 < {gi * gj}"):
+                nxt = f"({step} + 1) // {gj}, ({step} + 1) % {gj}"
+                window("start", nxt, f"({step} + 1) % 2")
         else:
-            window("start", f"{i}, {j}", slot, s)
-        window("wait", f"{i}, {j}", slot, s)
-        b.emit(
-            f"copy.buffered_copy {bref}[{i}, {j}] -> {y.name} slot {slot} : {btype} -> {xt}"
-        )
+            window("start", f"{i}, {j}", slot)
+        window("wait", f"{i}, {j}", slot)
+        b.emit(f"buffered_copy {bx}[{i}, {j}] -> {y.name}, slot={slot}")
+    b.expect(y, lambda inputs: inputs[x.name].copy())
 
 
 @st.composite
@@ -447,11 +396,13 @@ def shared(draw, b: Builder) -> None:
     two_starts = draw(st.booleans())
     lower = draw(st.integers(0, n - 1))
     with b.loop(f"range({lower}, {n})", 1) as (i,):
-        row = b.index([i], f"d0 * {rows}")
-        mid = b.index([i], f"d0 * {rows} + {half}")
+        row = b.index(f"{rows} * {i}")
         parts = [
             (b.view(x, [(row, half)]), b.view(buf, [(0, half)])),
-            (b.view(x, [(mid, rows - half)]), b.view(buf, [(half, rows - half)])),
+            (
+                b.view(x, [(f"{row} + {half}", rows - half)]),
+                b.view(buf, [(half, rows - half)]),
+            ),
         ]
         whole = b.view(x, [(row, rows)])
         if two_starts:
@@ -466,7 +417,7 @@ def shared(draw, b: Builder) -> None:
 
     def expected(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         out = b.poison(y.shape)
-        out[lower * rows :] = inputs[x.name[1:]][lower * rows :]
+        out[lower * rows :] = inputs[x.name][lower * rows :]
         return out
 
     b.expect(y, expected)
@@ -482,23 +433,23 @@ def accumulate(draw, b: Builder) -> None:
     acc, xw = b.alloc((rows, cols)), b.alloc((rows, cols))
 
     def body(i: str, j: str) -> None:
-        with b.when([j], ["d0 == 0"]):
-            b.compute(acc, "0", [])
-        r, c = b.index([i], f"d0 * {rows}"), b.index([j], f"d0 * {cols}")
-        b.sync_copy(b.view(x, [(r, rows), (c, cols)]), xw)
-        b.compute(acc, "(add $0 $1)", [acc, xw])
-        with b.when([j], [f"d0 == {gj - 1}"]):
-            b.sync_copy(acc, b.view(y, [(r, rows)]))
+        with b.when(f"{j} == 0"):
+            b.compute(acc, "0")
+        block = [(f"{rows} * {i}", rows), (f"{cols} * {j}", cols)]
+        b.sync_copy(b.view(x, block), xw)
+        b.emit(f"{acc.name} += {xw.name}")
+        with b.when(f"{j} == {gj - 1}"):
+            b.sync_copy(acc, b.view(y, [(f"{rows} * {i}", rows)]))
 
     if draw(st.booleans()):
         with b.loop(f"grid({gi}, {gj})", 2) as (i, j):
             body(i, j)
     else:
-        with b.loop(f"range(0, {gi})", 1) as (i,), b.loop(f"range(0, {gj})", 1) as (j,):
+        with b.loop(f"range({gi})", 1) as (i,), b.loop(f"range({gj})", 1) as (j,):
             body(i, j)
 
     def expected(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        blocks = inputs[x.name[1:]].reshape(gi * rows, gj, cols)
+        blocks = inputs[x.name].reshape(gi * rows, gj, cols)
         total = np.zeros((gi * rows, cols), blocks.dtype)
         for j in range(gj):  # in order, each sum in the dtype
             total = total + blocks[:, j]
@@ -519,16 +470,16 @@ def add(draw, b: Builder) -> None:
     x = b.param("x", (n * rows, cols), True)
     z = b.param("z", (n * rows, cols), True)
     sems = b.semaphores(2)
-    parallel = " parallel [0]" if draw(st.booleans()) else ""
-    with b.loop(f"range(0, {n}){parallel}", 1) as (i,):
-        row = b.index([i], f"d0 * {rows}")
-        src, dst = b.view(x, [(row, rows)]), b.view(z, [(row, rows)])
-        b.copy(src, dst, b.sem(sems, 2, b.index([i], "d0 mod 2")), add=True)
-        with b.when([i], ["d0 mod 2 == 0"]):
-            b.copy(src, dst, b.sem(sems, 2, 0), add=True)
+    parallel = ", parallel=(0,)" if draw(st.booleans()) else ""
+    with b.loop(f"range({n})", 1, parallel) as (i,):
+        src = b.view(x, [(f"{rows} * {i}", rows)])
+        dst = b.view(z, [(f"{rows} * {i}", rows)])
+        b.copy(src, dst, f"{sems}[{i} % 2]", add=True)
+        with b.when(f"{i} % 2 == 0"):
+            b.copy(src, dst, f"{sems}[0]", add=True)
 
     def expected(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        xs, out = inputs[x.name[1:]], inputs[z.name[1:]] + inputs[x.name[1:]]
+        xs, out = inputs[x.name], inputs[z.name] + inputs[x.name]
         for block in range(0, n, 2):
             rows_of = slice(block * rows, (block + 1) * rows)
             out[rows_of] = out[rows_of] + xs[rows_of]
@@ -540,21 +491,29 @@ def add(draw, b: Builder) -> None:
 @st.composite
 def parity(draw, b: Builder) -> None:
     """Nested loops over blocks; (i + j) even and odd blocks are computed
-    by different expressions (the odd one as an `or` of two sets)."""
+    by different expressions (the odd one under `not`, or as an `or`)."""
     gi, gj = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 6))
     x = b.param("x", (gi * rows, gj * cols), True)
     y = b.param("y", (gi * rows, gj * cols), False)
     xw, yw = b.alloc((rows, cols)), b.alloc((rows, cols))
     s = b.semaphores()
-    with b.loop(f"range(0, {gi})", 1) as (i,), b.loop(f"range(0, {gj})", 1) as (j,):
-        r, c = b.index([i], f"d0 * {rows}"), b.index([j], f"d0 * {cols}")
-        block = [(r, rows), (c, cols)]
+    with b.loop(f"range({gi})", 1) as (i,), b.loop(f"range({gj})", 1) as (j,):
+        block = [(f"{rows} * {i}", rows), (f"{cols} * {j}", cols)]
         b.copy(b.view(x, block), xw, s)
-        with b.when([i, j], ["(d0 + d1) mod 2 == 0"]):
+        even = f"({i} + {j}) % 2 == 0"
+        with b.when(even):
             draw(computation(b, yw, [xw]))
-        odd = ["d0 mod 2 == 1, d1 mod 2 == 0", "d0 mod 2 == 0, d1 mod 2 == 1"]
-        with b.when([i, j], odd):
+        odd = draw(
+            st.sampled_from(
+                [
+                    f"not {even}",
+                    f"({i} % 2 == 1 and {j} % 2 == 0) or ({i} % 2 == 0 and {j} % 2 == 1)",
+                    f"({i} + {j}) % 2 != 0",
+                ]
+            )
+        )
+        with b.when(odd):
             draw(computation(b, yw, [xw]))
         b.copy(yw, b.view(y, block), s)
 
@@ -569,15 +528,15 @@ def descriptor(draw, b: Builder) -> None:
     z = b.param("z", (n, cols), False)
     buf, s = b.alloc((cols,)), b.semaphores()
     c = b.descriptor(buf, y, s)
-    with b.loop(f"range(0, {n})", 1) as (i,):
+    with b.loop(f"range({n})", 1) as (i,):
         b.sync_copy(b.view(x, [i]), buf)
         b.async_dma("start", c)
         b.async_dma("wait", c)
         d = b.descriptor(buf, b.view(z, [i]), s)
         b.async_dma("start", d)
         b.async_dma("wait", d)
-    b.expect(y, lambda inputs: inputs[x.name[1:]][-1].copy())
-    b.expect(z, lambda inputs: inputs[x.name[1:]].copy())
+    b.expect(y, lambda inputs: inputs[x.name][-1].copy())
+    b.expect(z, lambda inputs: inputs[x.name].copy())
 
 
 _BUILDERS = {
@@ -599,5 +558,5 @@ def loop_programs(draw, fragments: Sequence[str] = FRAGMENTS) -> LoopProgram:
     b = Builder(dtype)
     for kind in chosen:
         draw(_BUILDERS[kind](b))
-    inputs = {r.name[1:]: r.shape for r, given in b.params if given}
+    inputs = {r.name: r.shape for r, given in b.params if given}
     return LoopProgram(b.text(), inputs, dtype, tuple(chosen), tuple(b.expectations))
