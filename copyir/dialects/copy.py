@@ -1648,9 +1648,10 @@ class BufferedCopyOp(IRDLOperation):
 
 
 def check_block_indices(
-    bref_name: str, type: BufferedRefType, indices: Sequence[int]
+    bref_name: str, type: BufferedRefType, indices: Sequence[int | SSAValue]
 ) -> None:
-    """Block indices against the grid: BLOCK_INDEX_COUNT and bounds."""
+    """Block indices against the grid: BLOCK_INDEX_COUNT and the bounds of
+    the static ones (an index value is checked over its loops' domain)."""
     shape = type.get_shape()
     if len(indices) != len(shape):
         raise CopyIRError(
@@ -1658,10 +1659,12 @@ def check_block_indices(
                 bref=bref_name, rank=len(shape), count=len(indices)
             )
         )
-    expr = f"{bref_name}[{', '.join(str(i) for i in indices)}]"
+    expr = f"{bref_name}[{', '.join(_index_text(i) for i in indices)}]"
     for dim, (index, b, extent) in enumerate(
         zip(indices, type.block_dims, shape, strict=False)
     ):
+        if isinstance(index, SSAValue):
+            continue
         if index < 0:
             raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
         if b.kind.data == ELEMENT:
@@ -1679,6 +1682,10 @@ def check_block_indices(
                     index=index, dim=dim, bref=bref_name, extent=grid
                 )
             )
+
+
+def _index_text(index: int | SSAValue) -> str:
+    return describe(index) if isinstance(index, SSAValue) else str(index)
 
 
 def _parse_optional_indices(
