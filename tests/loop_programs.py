@@ -92,11 +92,6 @@ class LoopProgram:
     expectations: tuple[tuple[str, Expectation], ...] = ()
     filename: str = "generated.cpy"
 
-    @property
-    def has_dynamic_blocks(self) -> bool:
-        """Block indices from loop indices (the `windows` fragment)."""
-        return "windows" in self.fragments
-
     def parse(self):
         return copyir.parse(self.text, filename=self.filename)
 
@@ -348,6 +343,7 @@ def windows(draw, b: Builder) -> None:
     gi, gj = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     rows = br * (gi - 1) + draw(st.integers(1, br))  # the last block may be short
     cols = bc * (gj - 1) + draw(st.integers(1, bc))
+    br, bc = min(br, rows), min(bc, cols)  # a block is at most the array
     x = b.param("x", (rows, cols), True)
     y = b.param("y", (rows, cols), False)
     bx = b.fresh("bx")

@@ -12,7 +12,6 @@ without the authoring syntax of loops."""
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Callable
 
 import ml_dtypes
@@ -44,11 +43,10 @@ def parse(text: str):
     return copyir.parse(text, filename="t.mlir")
 
 
-def run(text: str, verify: bool = True, **inputs: np.ndarray) -> dict[str, np.ndarray]:
+def run(text: str, **inputs: np.ndarray) -> dict[str, np.ndarray]:
     """Verify the program, then run it in the reference path."""
     module = parse(text)
-    if verify:
-        copyir.verify(module)
+    copyir.verify(module)
     return run_reference(module.ops.first, inputs)
 
 
@@ -329,7 +327,7 @@ def test_async_window_copies_move_every_ragged_block():
 }}
 """
     x_in = np.random.default_rng(2).random((20, 12), dtype=np.float32)
-    assert same_bits(run(text, verifier_takes_dynamic_blocks(), x=x_in)["y"], x_in)
+    assert same_bits(run(text, x=x_in)["y"], x_in)
 
 
 def test_an_async_window_copy_of_the_corner_block_takes_only_its_rows():
@@ -354,9 +352,7 @@ def test_an_async_window_copy_of_the_corner_block_takes_only_its_rows():
     slot[0:4, 0:2] = x_in[16:20, 10:12]
     expected = y_in.copy()
     expected[0:8, 0:5] = slot
-    assert same_bits(
-        run(text, verifier_takes_dynamic_blocks(), x=x_in, y=y_in)["y"], expected
-    )
+    assert same_bits(run(text, x=x_in, y=y_in)["y"], expected)
 
 
 def test_dynamic_element_and_squeezed_window_dimensions():
@@ -374,7 +370,7 @@ def test_dynamic_element_and_squeezed_window_dimensions():
 }}
 """
     x_in = np.random.default_rng(4).random((10, 3), dtype=np.float32)
-    assert same_bits(run(text, verifier_takes_dynamic_blocks(), x=x_in)["y"], x_in)
+    assert same_bits(run(text, x=x_in)["y"], x_in)
 
 
 # --------------------------------------------------------------------------
@@ -671,33 +667,11 @@ def test_the_reference_path_imports_no_lowering_arithmetic():
 # --------------------------------------------------------------------------
 
 
-@functools.cache
-def verifier_takes_dynamic_blocks() -> bool:
-    """Whether main's verifier checks block indices from loop indices yet
-    (the lead's part; on the fork point it fails with a TypeError). Until
-    it does, programs with dynamic block indices run unverified here."""
-    x = ref((4,))
-    windowed = "!copy.buffered<4xf32, [2], buffers 1, vmem>"
-    text = f"""copy.kernel @k(%x: {x}) {{
-  %bx = copy.buffered_ref : {windowed}
-  copy.for %i in range(0, 2) {{
-    copy.buffered_copy %x -> %bx[%i] : {x} -> {windowed}
-  }}
-}}
-"""
-    try:
-        copyir.verify(parse(text))
-    except TypeError:
-        return False
-    return True
-
-
 def check_generated(program: LoopProgram, seed: int) -> None:
     """The program verifies and runs in the reference path; every output
     numpy can predict is bit for bit what it predicts; inputs stay as given."""
     module = program.parse()
-    if verifier_takes_dynamic_blocks() or not program.has_dynamic_blocks:
-        copyir.verify(module)
+    copyir.verify(module)
     inputs = program.random_inputs(seed)
     given = {k: v.copy() for k, v in inputs.items()}
     out = run_reference(module.ops.first, inputs)
