@@ -246,14 +246,14 @@ def _misspelt_keyword(err: UnexpectedToken, text: str) -> tuple[Note, ...]:
 
 
 def _keyword(terminal: str) -> str | None:
-    """The word a terminal stands for, if it is a keyword such as `kernel`."""
+    """The word a terminal stands for, if it is a keyword such as `kernel`
+    (or `in`, a word up to a word's end)."""
     try:
         pattern = _lark().get_terminal(terminal).pattern
     except KeyError:
         return None
-    if pattern.type == "str" and _NAME.fullmatch(pattern.value):
-        return pattern.value
-    return None
+    word = pattern.value.removesuffix("\\b") if pattern.type == "re" else pattern.value
+    return word if _NAME.fullmatch(word) else None
 
 
 def _missing_semaphore(err: UnexpectedToken) -> tuple[Note, ...]:
@@ -283,6 +283,8 @@ def _end_position(err: UnexpectedInput) -> tuple[int, int]:
 def _token_name(name: str) -> str:
     if name in _TOKEN_NAMES:
         return _TOKEN_NAMES[name]
+    if (word := _keyword(name)) is not None:
+        return repr(word)
     try:
         pattern = _lark().get_terminal(name).pattern
     except KeyError:

@@ -749,7 +749,15 @@ def test_debuginfo_locations_on_loops():
 
 INDEX_NAMES = ("i", "j", "k", "m")
 STATEMENT_KINDS = (
-    *("for", "for", "when", "index", "dma", "slice", "desc", "window", "compute"),
+    "for",
+    "for",
+    "when",
+    "index",
+    "dma",
+    "slice",
+    "desc",
+    "window",
+    "compute",
 )
 
 
@@ -923,3 +931,32 @@ def test_printed_index_expressions_build_back_the_same(expr):
         [AffineDimExpr("ijk".index(n)) for n in names], ()
     )
     assert rebuilt == expr, text
+
+
+@pytest.mark.parametrize(
+    "body, message, suggestion",
+    [
+        ("  for i inn range(8) {\n  }", "unexpected 'inn'; expected ',' or 'in'", "in"),
+        (
+            "  for i in range(8) {\n    when i < 3 andj > 2 {\n    }\n  }",
+            "unexpected 'andj'; expected '%', '*', '+', '-', '/', '//', 'and', "
+            "'loc', 'or', '{' or a comparison",
+            "and",
+        ),
+    ],
+)
+def test_a_keyword_ends_at_a_word_end(body, message, suggestion):
+    """`inn` is not `in` followed by `n`, and `andj` not `and j`."""
+    err = error_of(kernel(body), False)
+    assert str(err) == message
+    assert [n.message for n in err.notes] == [
+        errors.DID_YOU_MEAN.format(name=suggestion)
+    ]
+
+
+def test_names_that_start_like_keywords():
+    body = (
+        "  for index in range(8) {\n    nothing = index + 1\n    order = 2 * index\n"
+        "    when not nothing < 3 or order > 2 and index < 7 {\n    }\n  }"
+    )
+    assert_round_trips(parse(kernel(body)))
