@@ -7,7 +7,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-VALID_EXAMPLES = sorted(EXAMPLES.glob("*.cpy"))
+LOOP_EXAMPLES = frozenset(
+    {
+        "loop_compute.cpy",
+        "loop_double_buffer.cpy",
+        "loop_prologue_epilogue.cpy",
+        "loop_sum.cpy",
+        "loop_windows.cpy",
+    }
+)
+"""The examples with loops (issue 8). They verify and run in the reference
+path (tests/test_reference_loops.py); the tests that lower every example
+leave them out until the lowering of loops is merged: then delete this set."""
+VALID_EXAMPLES = sorted(
+    p for p in EXAMPLES.glob("*.cpy") if p.name not in LOOP_EXAMPLES
+)
 INVALID_EXAMPLES = sorted((EXAMPLES / "invalid").glob("*.*"))
 
 _EXPECTED = re.compile(r"expected-error@\+(\d+) \{\{(.*)\}\}")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import EXAMPLES, LOOP_EXAMPLES, ROOT
 from copyir.backends.reference import POISON, run_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +25,7 @@ from loop_programs import FRAGMENTS, LoopProgram, loop_programs
 
 import copyir
 from copyir import errors
+from copyir.cli import main
 from copyir.dtypes import BY_NAME
 from copyir.errors import CopyIRError
 
@@ -698,3 +699,57 @@ def test_every_generated_program_of_each_fragment_runs(fragment):
 @given(loop_programs(), st.integers(0, 2**16))
 def test_every_generated_program_verifies_and_runs_in_the_reference_path(program, seed):
     check_generated(program, seed)
+
+
+# --------------------------------------------------------------------------
+# The loop examples
+# --------------------------------------------------------------------------
+
+
+def block_sum(x: np.ndarray) -> np.ndarray:
+    """loop_sum's y: each row of (128, 128) blocks summed in walk order, one
+    f32 add per block."""
+    total = np.zeros((x.shape[0], 128), np.float32)
+    for j in range(x.shape[1] // 128):
+        total = total + x[:, 128 * j : 128 * (j + 1)]
+    return total
+
+
+EXAMPLE_RESULTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "loop_compute.cpy": lambda x: np.float32(2) * x + np.float32(1),
+    "loop_double_buffer.cpy": lambda x: x,
+    "loop_prologue_epilogue.cpy": lambda x: x,
+    "loop_sum.cpy": block_sum,
+    "loop_windows.cpy": lambda x: x,
+}
+"""Each loop example's y as numpy computes it from its x."""
+
+
+def test_every_loop_example_has_its_expected_result():
+    assert set(EXAMPLE_RESULTS) == LOOP_EXAMPLES
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_EXAMPLES))
+def test_loop_example_verifies_from_the_command_line(name, capsys):
+    assert main(["verify", str(EXAMPLES / name)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_EXAMPLES))
+def test_loop_example_runs_in_the_reference_path(name):
+    """With its inputs file, and with random inputs."""
+    path = EXAMPLES / name
+    kernel = copyir.parse(path.read_text(), filename=str(path)).ops.first
+    with np.load(path.with_suffix(".inputs.npz")) as data:
+        assert data.files == ["x"]
+        x = data["x"]
+    random = np.random.default_rng(12).standard_normal(x.shape).astype(np.float32)
+    for values in (x, random):
+        y = run_reference(kernel, {"x": values})["y"]
+        assert same_bits(y, EXAMPLE_RESULTS[name](values).astype(np.float32))
+
+
+def test_the_readme_lists_every_loop_example():
+    readme = (ROOT / "README.md").read_text()
+    for name in LOOP_EXAMPLES:
+        assert f"| [`{name}`](examples/{name}) |" in readme, name
