@@ -183,8 +183,9 @@ class CopyReference(InterpreterFunctions):
         This is `Interpreter.run_ssacfg_region` without its fresh scope per
         run: every value lives in one dict, and a value of a loop body is
         simply set again in the next iteration (the verifier checks that
-        each use follows its definition). A loop of 200,000 iterations runs
-        about twice as fast this way.
+        each use follows its definition). A loop body runs about a fifth
+        faster this way (the double buffer: 115 against 145 us per
+        iteration, most of the rest being xDSL's dispatch in `run_op`).
         """
         values = self.values
         values.update(zip(block.args, args, strict=True))
@@ -277,9 +278,9 @@ class CopyReference(InterpreterFunctions):
 
     @impl(SyncCopyOp)
     def run_sync_copy(self, interpreter: Interpreter, op: SyncCopyOp, args):
-        leaves = len(op.srcs)
+        leaves, add = self.plan(op, lambda: (len(op.srcs), op.add is not None))
         for src, dst in zip(args[:leaves], args[leaves:], strict=True):
-            copy(src, dst, op.add is not None)
+            copy(src, dst, add)
         return ()
 
     @impl(BufferedRefOp)
