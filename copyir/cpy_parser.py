@@ -4,7 +4,11 @@ The builder resolves names and builds ops leniently: whatever the grammar
 accepts and the IR can hold reaches the verifier, so `parse` then `verify`
 reports every semantic error with the verifier's message. Only what the IR
 cannot hold is rejected here: unknown dtypes and spaces, dimensions < 1,
-slice steps, negative slice bounds, undefined and duplicate names.
+slice steps, negative slice bounds, undefined and duplicate names (a loop
+index or a name of a `for` or `when` body is visible in that body only),
+index expressions that are not affine, slices whose size is not static,
+and operators a computation does not have. Expressions are translated by
+`copyir.cpy_expressions`.
 """
 
 from __future__ import annotations
