@@ -4,7 +4,11 @@ The builder resolves names and builds ops leniently: whatever the grammar
 accepts and the IR can hold reaches the verifier, so `parse` then `verify`
 reports every semantic error with the verifier's message. Only what the IR
 cannot hold is rejected here: unknown dtypes and spaces, dimensions < 1,
-slice steps, negative slice bounds, undefined and duplicate names.
+slice steps, negative slice bounds, undefined and duplicate names (a loop
+index or a name of a `for` or `when` body is visible in that body only),
+index expressions that are not affine, slices whose size is not static,
+and operators a computation does not have. Expressions are translated by
+`copyir.cpy_expressions`.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ from copyir.dialects.copy import (
     SemaphoreOp,
     SemaphoreType,
     SemIndexOp,
+    Subscript,
     SyncCopyOp,
     ViewOp,
     WhenOp,
@@ -124,32 +129,34 @@ class _Postlex(PostLex):
         head = None  # the first token of the statement being read
         for token in stream:
             kind = token.type
+            if kind not in _LAYOUT:  # most tokens: only a statement's first counts
+                if head is None and (not stack or stack[-1] == "body"):
+                    head = kind
+                yield token
+                continue
             level = not stack or stack[-1] == "body"
             if kind == "_NL" or kind == "SEMICOLON":
                 if level:
                     head = None
-                    yield token
-                elif kind == "SEMICOLON":
-                    yield token
-                continue
-            if kind == "LPAR" or kind == "LSQB":
-                stack.append(kind)
-            elif kind == "LBRACE":
-                if level and head in _BODY_HEADS:
-                    stack.append("body")
-                    head = None
-                    yield token
+                elif kind == "_NL":
                     continue
-                stack.append("record")
-            elif kind in _CLOSERS and stack and stack.pop() == "body":
-                head = kind  # the body ends its statement
-            if head is None and level:
-                head = kind
+            elif kind == "LBRACE":
+                body = level and head in _BODY_HEADS
+                stack.append("body" if body else "record")
+                head = None if body else head or kind
+            elif kind == "LPAR" or kind == "LSQB":
+                stack.append(kind)
+                if head is None and level:
+                    head = kind
+            elif stack and stack.pop() == "body":
+                head = kind  # the body's `}` ends its statement
             yield token
 
 
 _BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN"))
-_CLOSERS = frozenset(("RPAR", "RSQB", "RBRACE"))
+_LAYOUT = frozenset(
+    ("_NL", "SEMICOLON", "LPAR", "LSQB", "LBRACE", "RPAR", "RSQB", "RBRACE")
+)
 
 
 @functools.cache
@@ -298,6 +305,10 @@ def _one_of(names: list[str]) -> str:
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+Where = tuple[Token, list, int]
+"""An operand's name, its subscript groups, and the group being read."""
 
 
 @dataclass
@@ -825,6 +836,9 @@ class _Builder:
             if kind == "int" and (literal := _int_literal(value)) is not None:
                 return self.integer(literal, _first_token(value))
             if kind == "index":
+                literal = _int_literal(value)
+                if literal is not None:  # most slots: no index expression to fold
+                    return self.integer(literal, _first_token(value))
                 return self.index_value(value)
             if kind == "name" and is_bare_name(value):
                 return str(strip_parens(value).children[0])
@@ -920,28 +934,34 @@ class _Builder:
         index); `[...]` alone is the whole ref."""
         name, *groups = tree.children
         value = self.lookup(name)
-        expr = str(name)
-        for group in groups:
-            if isinstance(group, Tree) and group.data == "whole":
-                expr += "[...]"
+        for k, group in enumerate(groups):
+            if type(group) is Tree and group.data == "whole":
                 continue
-            items = _subscript_items(group)
-            expr += (
-                self.items_text(items)
-                if isinstance(group, Token)
-                else self.source(group)
-            )
-            value = self.subscript(value, items, expr)
+            value = self.subscript(value, _subscript_items(group), (name, groups, k))
         return value
 
-    def subscript(self, value: SSAValue, items: list, expr: str) -> SSAValue:
+    def written(self, where: Where) -> str:
+        """An operand as written up to a subscript group, for messages (only
+        they need it: most views never make one)."""
+        name, groups, last = where
+        texts = [str(name)]
+        for group in groups[: last + 1]:
+            if isinstance(group, Token):
+                texts.append(self.items_text(_subscript_items(group)))
+            else:
+                texts.append("[...]" if group.data == "whole" else self.source(group))
+        return "".join(texts)
+
+    def subscript(self, value: SSAValue, items: list, where: Where) -> SSAValue:
         dynamic: list[SSAValue] = []
         if isinstance(value.type, SemaphoreArrayType | SemaphoreType):
             indices = []
             for kind, parts, at in items:
                 if kind != "index":
                     raise self.error(
-                        at, f"Semaphore arrays take integer indices only: {expr}"
+                        at,
+                        "Semaphore arrays take integer indices only: "
+                        + self.written(where),
                     )
                 indices.append(self.dynamic_part(parts[0], at, dynamic))
             op = self.emit(
@@ -954,7 +974,7 @@ class _Builder:
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
             self.view_subscript(
-                item, shape[dim] if dim < len(shape) else 1, expr, dynamic
+                item, shape[dim] if dim < len(shape) else 1, where, dynamic
             )
             for dim, item in enumerate(items)
         ]
@@ -967,7 +987,7 @@ class _Builder:
         return op.results[0]
 
     def view_subscript(
-        self, item, extent: int, expr: str, dynamic: list[SSAValue]
+        self, item, extent: int, where: Where, dynamic: list[SSAValue]
     ) -> tuple[int, int, bool]:
         """(start, size, dropped) of one subscript; a start computed from
         index values is DYNAMIC, and its value joins `dynamic`."""
@@ -975,26 +995,27 @@ class _Builder:
         if kind == "index":
             return (self.dynamic_part(parts[0], at, dynamic), 1, True)
         if kind == "ds":
-            return self.ds_subscript(parts[0], expr, dynamic)
+            return self.ds_subscript(parts[0], where, dynamic)
         start, stop, step = parts
         if step is not None:
-            raise self.error(at, errors.SLICE_STEP.format(expr=expr))
-        if isinstance(start, Tree) or isinstance(stop, Tree):
-            return self.affine_slice(start, stop, extent, expr, at, dynamic)
+            raise self.error(at, errors.SLICE_STEP.format(expr=self.written(where)))
+        if type(start) is Tree or type(stop) is Tree:
+            return self.affine_slice(start, stop, extent, where, at, dynamic)
         lo = 0 if start is None else self.integer(start, at)
         hi = extent if stop is None else self.integer(stop, at)
-        return self.static_slice(lo, hi, expr, at)
+        return self.static_slice(lo, hi, where, at)
 
-    def static_slice(self, lo: int, hi: int, expr: str, at) -> tuple[int, int, bool]:
+    def static_slice(self, lo: int, hi: int, where: Where, at) -> Subscript:
         for bound in (lo, hi):
             if bound < 0:
                 raise self.error(
-                    at, errors.NEGATIVE_INDEX.format(index=bound, expr=expr)
+                    at,
+                    errors.NEGATIVE_INDEX.format(index=bound, expr=self.written(where)),
                 )
         return (lo, hi - lo, False)
 
     def ds_subscript(
-        self, call: Tree, expr: str, dynamic: list[SSAValue]
+        self, call: Tree, where: Where, dynamic: list[SSAValue]
     ) -> tuple[int, int, bool]:
         """`ds(start, size)`: Pallas' slice, its size static."""
         args = call_args(call)
@@ -1003,12 +1024,12 @@ class _Builder:
         start = self.index_value(args[0])
         size = static_integer(self, args[1], f"The size of {self.source(call)}")
         if isinstance(start, int):
-            return self.static_slice(start, start + size, expr, call)
+            return self.static_slice(start, start + size, where, call)
         dynamic.append(start)
         return (DYNAMIC, size, False)
 
     def affine_slice(
-        self, start, stop, extent: int, expr: str, at, dynamic: list[SSAValue]
+        self, start, stop, extent: int, where: Where, at, dynamic: list[SSAValue]
     ) -> tuple[int, int, bool]:
         """`a:b` with index expressions: its size b - a must fold to an
         integer (`8 * i : 8 * i + 8`)."""
@@ -1017,18 +1038,20 @@ class _Builder:
         hi = AffineConstantExpr(extent) if stop is None else affine.expr(stop)
         lo, hi = checked(self, start or at, lo), checked(self, stop or at, hi)
         if isinstance(lo, AffineConstantExpr) and isinstance(hi, AffineConstantExpr):
-            return self.static_slice(lo.value, hi.value, expr, at)
+            return self.static_slice(lo.value, hi.value, where, at)
         size = _fold(hi - lo, len(affine.dims))
         if not isinstance(size, AffineConstantExpr):
             names = [describe(d) for d in affine.dims]
             raise self.error(
                 at,
                 errors.SLICE_NOT_STATIC.format(
-                    slice=self.source(at), expr=expr, size=format_expr(size, names)
+                    slice=self.source(at),
+                    expr=self.written(where),
+                    size=format_expr(size, names),
                 ),
             )
         if isinstance(lo, AffineConstantExpr):
-            return self.static_slice(lo.value, lo.value + size.value, expr, at)
+            return self.static_slice(lo.value, lo.value + size.value, where, at)
         (lo,), dims = in_print_order([lo], affine.dims)
         dynamic.append(self.index_of(lo, dims))
         return (DYNAMIC, size.value, False)
@@ -1036,10 +1059,10 @@ class _Builder:
     def dynamic_part(self, part, at, dynamic: list[SSAValue]) -> int:
         """An index from an item's part: its integer, or DYNAMIC with its
         value appended to `dynamic`."""
-        value = (
-            self.integer(part, at) if isinstance(part, str) else self.index_value(part)
-        )
-        if isinstance(value, int):
+        if type(part) is str:  # the one-token fast path: text of an integer
+            return self.integer(part, at)
+        value = self.index_value(part)
+        if type(value) is int:
             return value
         dynamic.append(value)
         return DYNAMIC
