@@ -302,10 +302,16 @@ def _dnf(
 def _product(
     source: Source, parts: list[list[Constraints]], top: Tree
 ) -> list[Constraints]:
-    """The conjunction of disjunctions, distributed: an or of ands."""
-    result: list[Constraints] = [()]
+    """The conjunction of disjunctions, distributed: an or of ands. A part
+    of one conjunction extends each in place (a long `a < b < c < ...`
+    stays linear)."""
+    result: list[list[AffineConstraintExpr]] = [[]]
     for part in parts:
-        result = [a + b for a in result for b in part]
+        if len(part) == 1:
+            for conjunction in result:
+                conjunction.extend(part[0])
+            continue
+        result = [[*a, *b] for a in result for b in part]
         if len(result) > MAX_CONDITION_SETS:
             raise source.error(
                 top,
@@ -313,7 +319,7 @@ def _product(
                     expr=source.source(top), limit=MAX_CONDITION_SETS
                 ),
             )
-    return result
+    return [tuple(conjunction) for conjunction in result]
 
 
 # -- computations -------------------------------------------------------------

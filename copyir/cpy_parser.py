@@ -4,7 +4,11 @@ The builder resolves names and builds ops leniently: whatever the grammar
 accepts and the IR can hold reaches the verifier, so `parse` then `verify`
 reports every semantic error with the verifier's message. Only what the IR
 cannot hold is rejected here: unknown dtypes and spaces, dimensions < 1,
-slice steps, negative slice bounds, undefined and duplicate names.
+slice steps, negative slice bounds, undefined and duplicate names (a loop
+index or a name of a `for` or `when` body is visible in that body only),
+index expressions that are not affine, slices whose size is not static,
+and operators a computation does not have. Expressions are translated by
+`copyir.cpy_expressions`.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ from copyir.dialects.copy import (
     SemaphoreOp,
     SemaphoreType,
     SemIndexOp,
+    Subscript,
     SyncCopyOp,
     ViewOp,
     WhenOp,
@@ -125,32 +130,34 @@ class _Postlex(PostLex):
         head = None  # the first token of the statement being read
         for token in stream:
             kind = token.type
+            if kind not in _LAYOUT:  # most tokens: only a statement's first counts
+                if head is None and (not stack or stack[-1] == "body"):
+                    head = kind
+                yield token
+                continue
             level = not stack or stack[-1] == "body"
             if kind == "_NL" or kind == "SEMICOLON":
                 if level:
                     head = None
-                    yield token
-                elif kind == "SEMICOLON":
-                    yield token
-                continue
-            if kind == "LPAR" or kind == "LSQB":
-                stack.append(kind)
-            elif kind == "LBRACE":
-                if level and head in _BODY_HEADS:
-                    stack.append("body")
-                    head = None
-                    yield token
+                elif kind == "_NL":
                     continue
-                stack.append("record")
-            elif kind in _CLOSERS and stack and stack.pop() == "body":
-                head = kind  # the body ends its statement
-            if head is None and level:
-                head = kind
+            elif kind == "LBRACE":
+                body = level and head in _BODY_HEADS
+                stack.append("body" if body else "record")
+                head = None if body else head or kind
+            elif kind == "LPAR" or kind == "LSQB":
+                stack.append(kind)
+                if head is None and level:
+                    head = kind
+            elif stack and stack.pop() == "body":
+                head = kind  # the body's `}` ends its statement
             yield token
 
 
 _BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN"))
-_CLOSERS = frozenset(("RPAR", "RSQB", "RBRACE"))
+_LAYOUT = frozenset(
+    ("_NL", "SEMICOLON", "LPAR", "LSQB", "LBRACE", "RPAR", "RSQB", "RBRACE")
+)
 
 
 @functools.cache
@@ -247,21 +254,23 @@ def _misspelt_keyword(err: UnexpectedToken, text: str) -> tuple[Note, ...]:
 
 
 def _keyword(terminal: str) -> str | None:
-    """The word a terminal stands for, if it is a keyword such as `kernel`."""
+    """The word a terminal stands for, if it is a keyword such as `kernel`
+    (or `in`, a word up to a word's end)."""
     try:
         pattern = _lark().get_terminal(terminal).pattern
     except KeyError:
         return None
-    if pattern.type == "str" and _NAME.fullmatch(pattern.value):
-        return pattern.value
-    return None
+    word = pattern.value.removesuffix("\\b") if pattern.type == "re" else pattern.value
+    return word if _NAME.fullmatch(word) else None
 
 
 def _missing_semaphore(err: UnexpectedToken) -> tuple[Note, ...]:
     """A DMA that ends after its destination: `, sem` would complete it."""
     if "COMMA" not in err.expected:
         return ()
-    parser = err.interactive_parser.copy()
+    # The trial only feeds tokens: the parse trees on the stack are shared,
+    # not copied (a deeply nested program's would exhaust the recursion).
+    parser = err.interactive_parser.copy(deepcopy_values=False)
     try:
         parser.feed_token(Token("COMMA", ","))
         parser.feed_token(Token("NAME", "sem"))
@@ -284,6 +293,8 @@ def _end_position(err: UnexpectedInput) -> tuple[int, int]:
 def _token_name(name: str) -> str:
     if name in _TOKEN_NAMES:
         return _TOKEN_NAMES[name]
+    if (word := _keyword(name)) is not None:
+        return repr(word)
     try:
         pattern = _lark().get_terminal(name).pattern
     except KeyError:
@@ -297,6 +308,10 @@ def _one_of(names: list[str]) -> str:
     if len(names) == 1:
         return names[0]
     return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+Where = tuple[Token, list, int]
+"""An operand's name, its subscript groups, and the group being read."""
 
 
 @dataclass
@@ -342,11 +357,29 @@ class _Builder:
         return CopyIRError(message, self.loc(item), notes)
 
     def source(self, item: Tree | Token) -> str:
-        """The text a construct was written as, for messages."""
+        """The text a construct was written as, on one line, for messages.
+
+        The parse tree keeps no brackets, so the text takes in those that
+        match the ones it holds; a subscript group gets its own brackets.
+        """
+        if isinstance(item, Tree) and item.data in _SOURCE_FORMS:
+            return _SOURCE_FORMS[item.data](
+                ["" if c is None else self.source(c) for c in item.children]
+            )
         first, last = _first_token(item), _last_token(item)
         if first is None or first.start_pos is None or last.end_pos is None:
             return str(item)
-        return self.text[first.start_pos : last.end_pos]
+        text, start, end = self.text, first.start_pos, last.end_pos
+        depth = lowest = 0
+        for char in text[start:end]:
+            if char in "([":
+                depth += 1
+            elif char in ")]":
+                depth -= 1
+                lowest = min(lowest, depth)
+        start = _extend(text, start, -lowest, "([", -1)
+        end = _extend(text, end, depth - lowest, ")]", 1)
+        return " ".join(text[start:end].split())
 
     def integer(self, text: str, at: Token | None = None) -> int:
         """An integer literal that fits in 64 bits; `at` locates its error."""
@@ -534,7 +567,7 @@ class _Builder:
         if subscripts:
             if kind in _DEFINITIONS:
                 raise self.error(
-                    rhs,
+                    target,
                     errors.DEFINITION_TARGET.format(
                         what=_DEFINITIONS[kind], target=self.source(target)
                     ),
@@ -808,6 +841,9 @@ class _Builder:
             if kind == "int" and (literal := _int_literal(value)) is not None:
                 return self.integer(literal, _first_token(value))
             if kind == "index":
+                literal = _int_literal(value)
+                if literal is not None:  # most slots: no index expression to fold
+                    return self.integer(literal, _first_token(value))
                 return self.index_value(value)
             if kind == "name" and is_bare_name(value):
                 return str(strip_parens(value).children[0])
@@ -903,24 +939,34 @@ class _Builder:
         index); `[...]` alone is the whole ref."""
         name, *groups = tree.children
         value = self.lookup(name)
-        expr = str(name)
-        for group in groups:
-            if isinstance(group, Tree) and group.data == "whole":
-                expr += "[...]"
+        for k, group in enumerate(groups):
+            if type(group) is Tree and group.data == "whole":
                 continue
-            items = _subscript_items(group)
-            expr += self.items_text(items)
-            value = self.subscript(value, items, expr)
+            value = self.subscript(value, _subscript_items(group), (name, groups, k))
         return value
 
-    def subscript(self, value: SSAValue, items: list, expr: str) -> SSAValue:
+    def written(self, where: Where) -> str:
+        """An operand as written up to a subscript group, for messages (only
+        they need it: most views never make one)."""
+        name, groups, last = where
+        texts = [str(name)]
+        for group in groups[: last + 1]:
+            if isinstance(group, Token):
+                texts.append(self.items_text(_subscript_items(group)))
+            else:
+                texts.append("[...]" if group.data == "whole" else self.source(group))
+        return "".join(texts)
+
+    def subscript(self, value: SSAValue, items: list, where: Where) -> SSAValue:
         dynamic: list[SSAValue] = []
         if isinstance(value.type, SemaphoreArrayType | SemaphoreType):
             indices = []
             for kind, parts, at in items:
                 if kind != "index":
                     raise self.error(
-                        at, f"Semaphore arrays take integer indices only: {expr}"
+                        at,
+                        "Semaphore arrays take integer indices only: "
+                        + self.written(where),
                     )
                 indices.append(self.dynamic_part(parts[0], at, dynamic))
             op = self.emit(
@@ -933,7 +979,7 @@ class _Builder:
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
             self.view_subscript(
-                item, shape[dim] if dim < len(shape) else 1, expr, dynamic
+                item, shape[dim] if dim < len(shape) else 1, where, dynamic
             )
             for dim, item in enumerate(items)
         ]
@@ -946,7 +992,7 @@ class _Builder:
         return op.results[0]
 
     def view_subscript(
-        self, item, extent: int, expr: str, dynamic: list[SSAValue]
+        self, item, extent: int, where: Where, dynamic: list[SSAValue]
     ) -> tuple[int, int, bool]:
         """(start, size, dropped) of one subscript; a start computed from
         index values is DYNAMIC, and its value joins `dynamic`."""
@@ -954,26 +1000,27 @@ class _Builder:
         if kind == "index":
             return (self.dynamic_part(parts[0], at, dynamic), 1, True)
         if kind == "ds":
-            return self.ds_subscript(parts[0], expr, dynamic)
+            return self.ds_subscript(parts[0], where, dynamic)
         start, stop, step = parts
         if step is not None:
-            raise self.error(at, errors.SLICE_STEP.format(expr=expr))
-        if isinstance(start, Tree) or isinstance(stop, Tree):
-            return self.affine_slice(start, stop, extent, expr, at, dynamic)
+            raise self.error(at, errors.SLICE_STEP.format(expr=self.written(where)))
+        if type(start) is Tree or type(stop) is Tree:
+            return self.affine_slice(start, stop, extent, where, at, dynamic)
         lo = 0 if start is None else self.integer(start, at)
         hi = extent if stop is None else self.integer(stop, at)
-        return self.static_slice(lo, hi, expr, at)
+        return self.static_slice(lo, hi, where, at)
 
-    def static_slice(self, lo: int, hi: int, expr: str, at) -> tuple[int, int, bool]:
+    def static_slice(self, lo: int, hi: int, where: Where, at) -> Subscript:
         for bound in (lo, hi):
             if bound < 0:
                 raise self.error(
-                    at, errors.NEGATIVE_INDEX.format(index=bound, expr=expr)
+                    at,
+                    errors.NEGATIVE_INDEX.format(index=bound, expr=self.written(where)),
                 )
         return (lo, hi - lo, False)
 
     def ds_subscript(
-        self, call: Tree, expr: str, dynamic: list[SSAValue]
+        self, call: Tree, where: Where, dynamic: list[SSAValue]
     ) -> tuple[int, int, bool]:
         """`ds(start, size)`: Pallas' slice, its size static."""
         args = call_args(call)
@@ -982,12 +1029,12 @@ class _Builder:
         start = self.index_value(args[0])
         size = static_integer(self, args[1], f"The size of {self.source(call)}")
         if isinstance(start, int):
-            return self.static_slice(start, start + size, expr, call)
+            return self.static_slice(start, start + size, where, call)
         dynamic.append(start)
         return (DYNAMIC, size, False)
 
     def affine_slice(
-        self, start, stop, extent: int, expr: str, at, dynamic: list[SSAValue]
+        self, start, stop, extent: int, where: Where, at, dynamic: list[SSAValue]
     ) -> tuple[int, int, bool]:
         """`a:b` with index expressions: its size b - a must fold to an
         integer (`8 * i : 8 * i + 8`)."""
@@ -996,19 +1043,20 @@ class _Builder:
         hi = AffineConstantExpr(extent) if stop is None else affine.expr(stop)
         lo, hi = checked(self, start or at, lo), checked(self, stop or at, hi)
         if isinstance(lo, AffineConstantExpr) and isinstance(hi, AffineConstantExpr):
-            return self.static_slice(lo.value, hi.value, expr, at)
+            return self.static_slice(lo.value, hi.value, where, at)
         size = _fold(hi - lo, len(affine.dims))
         if not isinstance(size, AffineConstantExpr):
             names = [describe(d) for d in affine.dims]
-            text = ":".join("" if p is None else self.source(p) for p in (start, stop))
             raise self.error(
                 at,
                 errors.SLICE_NOT_STATIC.format(
-                    slice=text, expr=expr, size=format_expr(size, names)
+                    slice=self.source(at),
+                    expr=self.written(where),
+                    size=format_expr(size, names),
                 ),
             )
         if isinstance(lo, AffineConstantExpr):
-            return self.static_slice(lo.value, lo.value + size.value, expr, at)
+            return self.static_slice(lo.value, lo.value + size.value, where, at)
         (lo,), dims = in_print_order([lo], affine.dims)
         dynamic.append(self.index_of(lo, dims))
         return (DYNAMIC, size.value, False)
@@ -1016,10 +1064,10 @@ class _Builder:
     def dynamic_part(self, part, at, dynamic: list[SSAValue]) -> int:
         """An index from an item's part: its integer, or DYNAMIC with its
         value appended to `dynamic`."""
-        value = (
-            self.integer(part, at) if isinstance(part, str) else self.index_value(part)
-        )
-        if isinstance(value, int):
+        if type(part) is str:  # the one-token fast path: text of an integer
+            return self.integer(part, at)
+        value = self.index_value(part)
+        if type(value) is int:
             return value
         dynamic.append(value)
         return DYNAMIC
@@ -1055,6 +1103,13 @@ class _Builder:
         return f"[{', '.join(texts)}]"
 
 
+_SOURCE_FORMS = {
+    "subscripts": lambda parts: f"[{', '.join(parts)}]",
+    "slice": lambda parts: ":".join(parts[:2] + [p for p in parts[2:] if p]),
+    "index": lambda parts: parts[0],
+    "parens": lambda parts: f"({parts[0]})",
+}
+"""How `source` writes the trees whose brackets the parse tree drops."""
 _DEFINITIONS = {
     "alloc": "alloc",
     "semaphore": "semaphore",
@@ -1113,7 +1168,7 @@ def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
     for item in group.children:
         if item is None:
             continue
-        at = _first_token(item) or _first_token(group)
+        at = item  # locates the item's errors, and gives its text
         if item.data == "index":
             expr = item.children[0]
             if is_call(expr, "ds"):
@@ -1124,6 +1179,19 @@ def _subscript_items(group: Tree | Token) -> list[tuple[str, list, Token]]:
             bounds = [*item.children, None, None, None][:3]
             items.append(("slice", bounds, at))
     return items
+
+
+def _extend(text: str, at: int, count: int, brackets: str, step: int) -> int:
+    """`at` moved over `count` brackets (and the blanks between them)
+    before it (step -1) or after it (step 1)."""
+    while count > 0:
+        k = at if step > 0 else at - 1
+        while 0 <= k < len(text) and text[k] in " \t\r\n":
+            k += step
+        if not (0 <= k < len(text) and text[k] in brackets):
+            break
+        at, count = (k + 1 if step > 0 else k), count - 1
+    return at
 
 
 def _first_token(tree: Tree | Token) -> Token | None:

@@ -12,29 +12,31 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 
-def module_difference(a: ModuleOp, b: ModuleOp) -> str | None:
+def module_difference(a: ModuleOp, b: ModuleOp, locations: bool = True) -> str | None:
     """The first difference between two modules' contents, or None.
 
     The modules themselves may differ in location: each is located at the
-    file it was parsed from, which a printer cannot carry.
+    file it was parsed from, which a printer cannot carry. Without
+    `locations`, no location is compared (text printed without debug info
+    moves every statement).
     """
     ops_a, ops_b = list(a.ops), list(b.ops)
     if len(ops_a) != len(ops_b):
         return f"{len(ops_a)} top-level ops vs {len(ops_b)}"
     for op_a, op_b in zip(ops_a, ops_b, strict=True):
-        if (problem := ir_difference(op_a, op_b)) is not None:
+        if (problem := ir_difference(op_a, op_b, locations)) is not None:
             return problem
     return None
 
 
-def ir_difference(a: Operation, b: Operation) -> str | None:
+def ir_difference(a: Operation, b: Operation, locations: bool = True) -> str | None:
     """The first structural difference between two ops, or None."""
     ops_a, ops_b = list(a.walk()), list(b.walk())
     if len(ops_a) != len(ops_b):
         return f"{len(ops_a)} ops vs {len(ops_b)} ops"
     mapping: dict[SSAValue, SSAValue] = {}
     for op_a, op_b in zip(ops_a, ops_b, strict=True):
-        problem = _shape_difference(op_a, op_b, mapping)
+        problem = _shape_difference(op_a, op_b, mapping, locations)
         if problem is not None:
             return f"{op_a.name} at {op_a.location}: {problem}"
     for op_a, op_b in zip(ops_a, ops_b, strict=True):
@@ -47,7 +49,7 @@ def ir_difference(a: Operation, b: Operation) -> str | None:
 
 
 def _shape_difference(
-    a: Operation, b: Operation, mapping: dict[SSAValue, SSAValue]
+    a: Operation, b: Operation, mapping: dict[SSAValue, SSAValue], locations: bool
 ) -> str | None:
     """Everything but the operand wiring, which needs all values mapped first."""
     if a.name != b.name:
@@ -56,7 +58,7 @@ def _shape_difference(
         return f"properties {a.properties} vs {b.properties}"
     if a.attributes != b.attributes:
         return f"attributes {a.attributes} vs {b.attributes}"
-    if a.location != b.location:
+    if locations and a.location != b.location:
         return f"location {a.location} vs {b.location}"
     if len(a.operands) != len(b.operands):
         return "operand count"
@@ -70,7 +72,7 @@ def _shape_difference(
             if problem is not None:
                 return f"block argument {problem}"
             for x, y in zip(block_a.args, block_b.args, strict=True):
-                if x.location != y.location:
+                if locations and x.location != y.location:
                     return f"argument location {x.location} vs {y.location}"
     problem = _values_difference(a.results, b.results, mapping)
     return None if problem is None else f"result {problem}"

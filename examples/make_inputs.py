@@ -2,9 +2,11 @@
 
     python examples/make_inputs.py
 
-Only the parameters a program reads are inputs; the others are outputs and
-start unwritten. Values are small repeating patterns, so the files stay
-small, cast to each parameter's dtype.
+Only the parameters a program reads are inputs (the source of a DMA start,
+of a descriptor, of a `sync_copy` leaf or of a copy into a window, looked
+up through views in the program itself, so that programs with loops need
+no lowering); the others are outputs and start unwritten. Values are small
+repeating patterns, so the files stay small, cast to each parameter's dtype.
 """
 
 from __future__ import annotations
@@ -12,37 +14,52 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from xdsl.ir import SSAValue
 
 import copyir
-from copyir.dtypes import BY_NAME
+from copyir.dialects.copy import (
+    AsyncCopyOp,
+    BufferedCopyOp,
+    DmaOp,
+    KernelOp,
+    SyncCopyOp,
+    ViewOp,
+)
 
 HERE = Path(__file__).parent
 
 
-def read_parameters(stream) -> list:
-    starts = stream.instructions[stream.instructions["op"] == 0]
-    return [
-        b
-        for b in stream.buffers
-        if b.param
-        and (
-            (starts["src_address"] >= b.address)
-            & (starts["src_address"] < b.address + b.nbytes)
-            & (starts["src_space"] == 0)
-        ).any()
-    ]
+def read_parameters(kernel: KernelOp) -> list[SSAValue]:
+    """The kernel's parameters that some copy reads, in parameter order."""
+    read = set()
+    for op in kernel.walk():
+        if (isinstance(op, DmaOp) and op.is_start) or isinstance(op, AsyncCopyOp):
+            read.add(root(op.src))
+        elif isinstance(op, SyncCopyOp):
+            read.update(root(v) for v in op.srcs)
+        elif isinstance(op, BufferedCopyOp) and op.copy_in:
+            read.add(root(op.plain))
+    return [p for p in kernel.params if p in read]
+
+
+def root(value: SSAValue) -> SSAValue:
+    """The ref a chain of views views."""
+    while isinstance(value.owner, ViewOp):
+        value = value.owner.source
+    return value
 
 
 def main() -> None:
     for path in sorted(HERE.glob("*.cpy")):
         name = str(path.relative_to(HERE.parent))
-        stream = copyir.to_stream(copyir.lower(copyir.parse(path.read_text(), name)))
+        kernel = copyir.parse(path.read_text(), name).ops.first
         arrays = {}
-        for buffer in read_parameters(stream):
-            count = int(np.prod(buffer.shape))
+        for param in read_parameters(kernel):
+            type = param.type
+            count = int(np.prod(type.get_shape()))
             pattern = np.arange(count) % 251 - 50
-            arrays[buffer.name] = pattern.astype(BY_NAME[buffer.dtype].numpy).reshape(
-                buffer.shape
+            arrays[param.name_hint] = pattern.astype(type.dtype.numpy).reshape(
+                type.get_shape()
             )
         np.savez_compressed(path.with_suffix(".inputs.npz"), **arrays)
         print(path.with_suffix(".inputs.npz").name, sorted(arrays))

@@ -7,6 +7,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+LOOP_EXAMPLES = frozenset(
+    {
+        "loop_compute.cpy",
+        "loop_double_buffer.cpy",
+        "loop_prologue_epilogue.cpy",
+        "loop_sum.cpy",
+        "loop_windows.cpy",
+    }
+)
+"""The examples with loops (issue 8), each with its numpy result in
+tests/test_reference_loops.py; like every example, they are lowered, run
+and compared with the reference path by the other tests."""
 VALID_EXAMPLES = sorted(EXAMPLES.glob("*.cpy"))
 INVALID_EXAMPLES = sorted((EXAMPLES / "invalid").glob("*.*"))
 

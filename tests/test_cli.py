@@ -66,7 +66,8 @@ def test_usage_error_exits_two(capsys):
         (b"kernel k() {\n  \x00\n}\n", "2:3: error: unexpected character '\\x00'"),
         (
             b"kernel k() {\n  frobnicate x\n}\n",
-            "2:14: error: unexpected 'x'; expected '='",
+            "2:14: error: unexpected 'x'; expected '.', '=', '[', an augmented "
+            "assignment such as '+=' or subscripts",
         ),
         (
             b"kernel k(x: f32[99999999999999]) {\n}\n",

@@ -398,11 +398,14 @@ def describe_type(type: Attribute) -> str:
 
 
 def describe(value: SSAValue) -> str:
-    """A value as a user wrote it: its name, or the view expression."""
+    """A value as a user wrote it: its name, the view expression, or the
+    index expression (`8 * i + 8`)."""
     suffixes = []
     while value.name_hint is None and isinstance(value.owner, ViewOp | SemIndexOp):
         suffixes.append(value.owner.subscripts_text())
         value = value.owner.source
+    if value.name_hint is None and isinstance(value.owner, IndexOp):
+        return value.owner.expression_text() + "".join(reversed(suffixes))
     return (value.name_hint or "an unnamed value") + "".join(reversed(suffixes))
 
 
@@ -1695,8 +1698,8 @@ class BufferedCopyOp(CopyOp):
 def check_block_indices(
     bref_name: str, type: BufferedRefType, indices: Sequence[int | SSAValue]
 ) -> None:
-    """Block indices against the grid: BLOCK_INDEX_COUNT, and the bounds of
-    the static ones (the verifier checks index values over their loops)."""
+    """Block indices against the grid: BLOCK_INDEX_COUNT and the bounds of
+    the static ones (an index value is checked over its loops' domain)."""
     shape = type.get_shape()
     if len(indices) != len(shape):
         raise CopyIRError(
@@ -1704,11 +1707,11 @@ def check_block_indices(
                 bref=bref_name, rank=len(shape), count=len(indices)
             )
         )
-    expr = f"{bref_name}[{', '.join(str(i) for i in indices)}]"
+    expr = f"{bref_name}[{', '.join(_index_text(i) for i in indices)}]"
     for dim, (index, b, extent) in enumerate(
         zip(indices, type.block_dims, shape, strict=False)
     ):
-        if not isinstance(index, int):
+        if isinstance(index, SSAValue):
             continue
         if index < 0:
             raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
@@ -1727,6 +1730,10 @@ def check_block_indices(
                     index=index, dim=dim, bref=bref_name, extent=grid
                 )
             )
+
+
+def _index_text(index: int | SSAValue) -> str:
+    return describe(index) if isinstance(index, SSAValue) else str(index)
 
 
 def _parse_optional_indices(
@@ -1903,7 +1910,10 @@ class ForOp(CopyOp):
                 f" parallel [{', '.join(map(str, self.parallel_dims))}]"
             )
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        # An empty body prints as `{}`: its arguments are named before it.
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
 
 
 @irdl_op_definition
@@ -1916,6 +1926,15 @@ class IndexOp(CopyOp):
     args = var_operand_def(IndexType)
     map = prop_def(AffineMapAttr)
     result = result_def(IndexType)
+
+    def expression_text(self) -> str:
+        """The index expression in the authoring syntax, for messages."""
+        from copyir.index import format_expr
+
+        affine_map = self.map.data
+        if len(affine_map.results) != 1 or affine_map.num_dims != len(self.args):
+            return str(affine_map)
+        return format_expr(affine_map.results[0], [describe(a) for a in self.args])
 
     def check(self) -> None:
         affine_map = self.map.data

@@ -1,0 +1,392 @@
+# RUN: copyir verify --split-input-file --verify-diagnostics %s
+# RUN: not copyir verify --split-input-file %s 2>&1 | filecheck %s --check-prefix=NOTE
+
+# Errors of the authoring syntax of loops, conditions, index expressions,
+# descriptors, asynchronous window copies and computations: each part
+# states the exact message and the line it points at.
+
+# A product of two index values is not affine.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i, j in grid(4, 2) {
+    # expected-error@+1 {{Index expression i * j is not affine: it multiplies two index values}}
+    copy_start x[ds(i * j, 8)] -> acc, s
+  }
+}
+
+# -----
+
+# // and % divide by a constant.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i, j in grid(4, 2) {
+    # expected-error@+1 {{Index expression i // j is not affine: it divides by an index value}}
+    copy_start x[ds(8 * (i // j), 8)] -> acc, s
+  }
+}
+
+# -----
+
+# ... a positive one.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(4) {
+    # expected-error@+1 {{Index expression i % 0 divides by 0: // and % take a positive constant}}
+    copy_start x[ds(i % 0, 8)] -> acc, s
+  }
+}
+
+# -----
+
+# `/` is for computations on floats.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(4) {
+    # expected-error@+1 {{Index expression i / 2 uses / (write // to divide integers); index expressions take integers, index values and + - * // %}}
+    copy_start x[ds(i / 2, 8)] -> acc, s
+  }
+}
+
+# -----
+
+# An index is an integer.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{Index expression 1.5 uses the float 1.5; index expressions take integers, index values and + - * // %}}
+  copy_start x[1.5] -> acc[0], s
+}
+
+# -----
+
+# A ref is no index value.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{acc is f32[8, 128] @vmem, not an index value}}
+  copy_start x[acc] -> acc[0], s
+}
+
+# -----
+
+# A view is no index value either (no data-dependent indices).
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{Index expression acc[0, 0] uses a view; index expressions take integers, index values and + - * // %}}
+  copy_start x[acc[0, 0]] -> acc[0], s
+}
+
+# -----
+
+# ds(start, size) is a subscript of its own.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{ds(start, size) slices one dimension and is written as a subscript, x[ds(start, size)], not in ds(0, 8)}}
+  copy_start x[ds(0, 8) + 1] -> acc, s
+}
+
+# -----
+
+# ds takes two arguments.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{ds takes a start and a static size, ds(start, size), got ds(0)}}
+  copy_start x[ds(0)] -> acc, s
+}
+
+# -----
+
+# ... and its size is static.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{The size of ds(0, i) must be a static integer, got i}}
+    copy_start x[ds(0, i)] -> acc, s
+  }
+}
+
+# -----
+
+# So is the size of a slice.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{Slice 8 * i:8 * i + i of x[8 * i:8 * i + i] must have a static size, but its stop minus its start is i}}
+    copy_start x[8 * i:8 * i + i] -> acc, s
+  }
+}
+
+# -----
+
+# A loop runs over range or grid.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{A loop runs over range(stop), range(start, stop) or grid(n, ...), not rnage(8)}}
+  for i in rnage(8) {
+  }
+}
+
+# -----
+
+# ... with static bounds.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{A bound of range(i) must be a static integer, got i}}
+    for j in range(i) {
+    }
+  }
+}
+
+# -----
+
+# One index per dimension.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{grid(8, 2) gives 2 index(es) per iteration, but the loop names 1}}
+  for i in grid(8, 2) {
+  }
+}
+
+# -----
+
+# A loop index is not rebound...
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{i is the index of the loop at line 214 and cannot be rebound}}
+    i = 2 * i
+  }
+}
+
+# -----
+
+# ... nor reused by a nested loop.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{i is the index of the loop at line 229 and cannot be rebound}}
+    for i in range(2) {
+    }
+  }
+}
+
+# -----
+
+# A loop index exists inside its loop.
+# NOTE: note: i is the index of the loop at line 246 and exists only inside that loop
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+  }
+  # expected-error@+1 {{i is not defined}}
+  copy_start x[ds(8 * i, 8)] -> acc, s
+}
+
+# -----
+
+# So does a name defined in a body.
+# NOTE: note: t was defined at line 264 inside the body of the when at line 263, and exists only inside that body
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    when i > 0 {
+      t = 8 * i
+    }
+    # expected-error@+1 {{t is not defined}}
+    copy_start x[ds(t, 8)] -> acc, s
+  }
+}
+
+# -----
+
+# A condition has at most 256 terms as an or of ands.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{Condition i != 0 and i != 1 and i != 2 and i != 3 and i != 4 and i != 5 and i != 6 and i != 7 and i != 8 has more than 256 terms once written as an or of ands}}
+    when i != 0 and i != 1 and i != 2 and i != 3 and i != 4 and i != 5 and i != 6 and i != 7 and i != 8 {
+    }
+  }
+}
+
+# -----
+
+# start and wait are a descriptor's methods.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{acc.start() needs a copy descriptor (c = async_copy src -> dst, sem), but acc is f32[8, 128] @vmem}}
+  acc.start()
+}
+
+# -----
+
+# ... and the method is the action.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  c = async_copy x[0:8] -> acc, s
+  # expected-error@+1 {{Unknown action: Start}}
+  c.Start()
+}
+
+# -----
+
+# A definition names a name.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{async_copy defines a name: write name = async_copy ..., not buf[0] = ...}}
+  buf[0] = async_copy x[0:8] -> acc, s
+}
+
+# -----
+
+# An asynchronous window copy names its semaphore.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{buffered_copy start needs a semaphore after its destination: buffered_copy start src -> dst, sem, slot=s}}
+  buffered_copy start x -> bx[0, 0], slot=1
+}
+
+# -----
+
+# ... one semaphore.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{buffered_copy takes one semaphore after its destination (and only when it starts or waits), then options; sems[1] is not one}}
+  buffered_copy start x -> bx[0, 0], sems[0], sems[1]
+}
+
+# -----
+
+# Computations have + - * / max min and unary minus.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{Computations take + - * /, max, min and unary minus, not //: acc // 2}}
+  acc[...] = acc // 2
+}
+
+# -----
+
+# ... max and min of two.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  # expected-error@+1 {{max takes 2 arguments, got 3: max(acc, 1.0, 2.0)}}
+  acc[...] = max(acc, 1.0, 2.0)
+}
+
+# -----
+
+# ... over refs and literals.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  buf = alloc f32[2, 8, 128] @vmem
+  acc = alloc f32[8, 128] @vmem
+  sems = semaphore[2]
+  s = semaphore
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{i is an index value; a computation takes refs, views and numeric literals}}
+    acc += i
+  }
+}
