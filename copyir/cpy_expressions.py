@@ -380,11 +380,6 @@ def _operands(tree: Tree) -> list[Tree | Token]:
     ]
 
 
-def is_trivial(expr: AffineExpr) -> bool:
-    """A constant or a bare dimension: what a subscript holds without an op."""
-    return isinstance(expr, AffineConstantExpr | AffineDimExpr)
-
-
 __all__ = [
     "MAX_CONDITION_SETS",
     "Affine",
@@ -395,7 +390,6 @@ __all__ = [
     "in_print_order",
     "is_bare_name",
     "is_call",
-    "is_trivial",
     "static_integer",
     "strip_parens",
 ]

@@ -355,6 +355,18 @@ def test_dynamic_indices_everywhere():
     assert "buffered_copy start x -> bx[i, j], sems[slot], slot=(i + 1) % 2" in text
     assert "buffered_copy bx[i, 1] -> y, slot=slot" in text
     assert_round_trips(module)
+    copyir.verify(module)  # block indices that are index values, too
+
+
+def test_messages_write_an_index_value_as_its_expression():
+    err = error_of(
+        kernel(
+            "  for i in range(8) {\n    copy_start x[0:8] -> acc, x[ds(8 * i, 8)]\n  }"
+        )
+    )
+    assert str(err) == errors.EXPECTED_SEMAPHORE.format(
+        op="copy_start", role="sem", name="x[ds(8 * i, 8)]", type="f32[8, 16] @hbm"
+    )
 
 
 def test_one_index_op_per_expression_over_the_names_it_mentions():
