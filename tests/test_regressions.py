@@ -248,3 +248,18 @@ def test_semaphores_keep_their_names_in_runtime_errors():
         "sems[1, 0]",
         "sems[1, 1]",
     ]
+
+
+def test_a_syntax_error_after_a_deep_nest_is_a_diagnostic():
+    """Found by the fuzzer: the trial parse behind the missing-semaphore
+    note copied the parse stack deeply, and a 1000-deep nest of brackets
+    before the error exhausted the recursion."""
+    nest = "(" * 1000 + "0" + ")" * 1000
+    text = (
+        "kernel k(x: f32[8] @hbm) {\n  buf = alloc f32[8] @vmem\n  s = semaphore\n"
+        f"  copy_start x[{nest}:8] -> buf ((\n}}\n"
+    )
+    with pytest.raises(CopyIRError) as caught:
+        copyir.parse(text, "deep.cpy")
+    assert str(caught.value) == "unexpected '('; expected ',', '[' or subscripts"
+    assert caught.value.loc.line == 4
