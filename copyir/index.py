@@ -48,6 +48,48 @@ def evaluate(expr: AffineExpr, dims: Sequence[np.ndarray]) -> np.ndarray:
     return -np.floor_divide(-lhs, rhs)  # CeilDiv
 
 
+def bounds(
+    expr: AffineExpr, extent: int, limit: int | None = None
+) -> tuple[int, int] | None:
+    """The least and greatest values the expression takes with every
+    dimension in [0, extent), as Python integers (exact, however large);
+    None if it divides by zero or by a non-constant, or if a part of it
+    reaches `limit` in magnitude."""
+    found = _bounds(expr, extent, limit)
+    if found is None or (limit is not None and max(map(abs, found)) >= limit):
+        return None
+    return found
+
+
+def _bounds(expr: AffineExpr, extent: int, limit: int | None):
+    if isinstance(expr, AffineConstantExpr):
+        return expr.value, expr.value
+    if isinstance(expr, AffineDimExpr):
+        return 0, max(extent - 1, 0)
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return None
+    lhs = bounds(expr.lhs, extent, limit)
+    rhs = bounds(expr.rhs, extent, limit)
+    if lhs is None or rhs is None:
+        return None
+    kind = expr.kind
+    if kind == AffineBinaryOpKind.Add:
+        return lhs[0] + rhs[0], lhs[1] + rhs[1]
+    if kind == AffineBinaryOpKind.Mul:
+        products = [a * b for a in lhs for b in rhs]
+        return min(products), max(products)
+    if rhs[0] != rhs[1] or rhs[0] == 0:  # mod and divisions: by a constant
+        return None
+    divisor = rhs[0]
+    if kind == AffineBinaryOpKind.Mod:
+        return (0, divisor - 1) if divisor > 0 else (divisor + 1, 0)
+    if kind == AffineBinaryOpKind.FloorDiv:
+        ends = [lhs[0] // divisor, lhs[1] // divisor]
+    else:
+        ends = [-(-lhs[0] // divisor), -(-lhs[1] // divisor)]
+    return min(ends), max(ends)
+
+
 def holds(sets: Sequence[AffineSet], dims: Sequence[np.ndarray]) -> np.ndarray:
     """Where any of the sets holds (each a conjunction of constraints)."""
     shape = np.shape(dims[0]) if dims else ()

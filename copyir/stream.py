@@ -292,7 +292,7 @@ class _Tables:
         return CopyIRError(errors.STREAM_MALFORMED.format(why=why), where)
 
     def of(self, program: dma.ProgramOp) -> Stream:
-        ops = list(program.body.block.ops)
+        ops = [op for block in program.body.blocks for op in block.ops]
         for op in ops:
             if not isinstance(op, dma.BufferOp | dma.SemaphoreDeclOp):
                 self.walk(op, 0)
@@ -338,8 +338,9 @@ class _Tables:
                 )
             )
             inner = len(self.loops)
-            for child in op.body.block.ops:
-                self.walk(child, inner)
+            for block in op.body.blocks:  # none when the body is empty
+                for child in block.ops:
+                    self.walk(child, inner)
         elif isinstance(op, dma.INSTRUCTIONS):
             self.instructions.append((op, loop))
         else:
@@ -579,7 +580,8 @@ def print_dma(program: dma.ProgramOp, origins: bool = True) -> str:
         f'dma.program "{program.sym_name.data}" target "{program.target.data}" '
         f"semaphores {program.semaphores.value.data} {{\n"
     )
-    _print_ops(out, Printer(stream=out), program.body.block.ops, "  ", origins)
+    ops = [op for block in program.body.blocks for op in block.ops]
+    _print_ops(out, Printer(stream=out), ops, "  ", origins)
     out.write("}\n")
     return out.getvalue()
 
@@ -592,7 +594,8 @@ def _print_ops(out, printer: Printer, ops, indent: str, origins: bool) -> None:
                 f'{indent}dma.loop "{op.iv_name.data}" '
                 f"{op.trip_count.value.data}{parallel} {{\n"
             )
-            _print_ops(out, printer, op.body.block.ops, indent + "  ", origins)
+            inner = [child for block in op.body.blocks for child in block.ops]
+            _print_ops(out, printer, inner, indent + "  ", origins)
             out.write(f"{indent}}}\n")
             continue
         line = io.StringIO()
@@ -636,7 +639,7 @@ def _parse_dma(
     program = programs[0]
     lines = text.splitlines()
     written = {}
-    for op in program.body.block.walk():
+    for op in program.walk():
         if op is program or isinstance(op, dma.LoopOp):
             continue
         loc = loc_of(op.location)

@@ -32,6 +32,7 @@ from copyir import errors
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
+from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
 from copyir.tables import group_rows
@@ -477,6 +478,14 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
     def dims_of(items, dims) -> np.ndarray:
         return np.array([-1] + [dims(x) for x in items], np.int64)
 
+    extent = max((loop.trip_count for loop in stream.loops), default=1)
+
+    def fits(exprs) -> bool:
+        """Every value the expressions take over the loops is a 64-bit
+        integer (with room for an address's sums), and none divides by
+        zero or by an index."""
+        return all(bounds(expr, extent, LIMIT) is not None for expr in exprs)
+
     map_dims = dims_of(
         stream.maps,
         lambda m: m.num_dims if len(m.results) == 1 and not m.num_symbols else -2,
@@ -490,11 +499,19 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             else -2
         ),
     )
-    for column, items, dims in (
-        ("src_map", stream.maps, map_dims),
-        ("dst_map", stream.maps, map_dims),
-        ("sem_map", stream.maps, map_dims),
-        ("predicate", stream.predicates, set_dims),
+    map_fits = np.array([True] + [fits(m.results) for m in stream.maps])
+    set_fits = np.array(
+        [True]
+        + [
+            fits(e for s in sets for c in s.constraints for e in (c.lhs, c.rhs))
+            for sets in stream.predicates
+        ]
+    )
+    for column, items, dims, fit in (
+        ("src_map", stream.maps, map_dims, map_fits),
+        ("dst_map", stream.maps, map_dims, map_fits),
+        ("sem_map", stream.maps, map_dims, map_fits),
+        ("predicate", stream.predicates, set_dims, set_fits),
     ):
         ids = table[column].astype(np.int64)
         count = len(items)
@@ -507,6 +524,15 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
                 wrong,
                 lambda r, c=column: (
                     f"{c} {table[c][r]} does not fit {rows_depth[r]} enclosing loops"
+                ),
+            )
+        )
+        problems.append(
+            (
+                used & ~fit[np.where(out, 0, ids)],
+                lambda r, c=column: (
+                    f"{c} {table[c][r]} takes values beyond 64 bits, or divides "
+                    "by zero or by an index"
                 ),
             )
         )
@@ -524,6 +550,7 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             if (
                 operand.space not in SPACES
                 or not 0 <= operand.map <= len(stream.maps)
+                or not map_fits[operand.map]
                 or (
                     operand.map and (rows & (map_dims[operand.map] != rows_depth)).any()
                 )

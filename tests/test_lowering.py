@@ -17,6 +17,7 @@ from copyir.cli import main
 from copyir.dialects.copy import BufferedCopyOp
 from copyir.errors import CopyIRError
 from copyir.stream import (
+    COMPUTE,
     START,
     WAIT,
     from_program,
@@ -79,7 +80,13 @@ def test_every_instruction_leads_back_to_its_statement(path):
         origin = stream.origin(i)
         assert origin.loc.file == str(path)
         line = source[origin.loc.line - 1][origin.loc.col - 1 :]
-        assert re.match(r"(copy_start|copy_wait|dma|sync_copy|buffered_copy)\b", line)
+        if stream.instructions["op"][i] == COMPUTE:  # `y[...] = ...`, `acc += xw`
+            assert re.match(r"\w+(\[[^\]]*\])*\s*[-+*/]?=", line), line
+            continue
+        dma = (
+            r"(copy_start|copy_wait|dma|sync_copy|buffered_copy)\b|\w+\.(start|wait)\("
+        )
+        assert re.match(dma, line), line
         if line.startswith("buffered_copy"):
             assert origin.detail.startswith("block (")
         if line.startswith("sync_copy") and "(" in line.split("->")[0]:

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import EXAMPLES
 from copyir.backends.interpreter import MODES, Executable, check_stream
 
 import copyir
@@ -326,3 +327,70 @@ def test_waits_are_counted_in_loops():
     stream = read_dma(double_buffer(10), "db.dma")
     trace = expand(stream)
     assert int((stream.instructions["op"][trace.row] == WAIT).sum()) == 20
+
+
+# -- crafted streams with loops (found by the stream fuzzer) ------------------------
+
+
+def test_an_empty_loop_body_runs_and_round_trips():
+    program = (
+        "copy.kernel @k(%x: !copy.ref<8x128xf32, hbm>) {\n"
+        "  copy.for %i in range(0, 4) {\n  }\n}\n"
+    )
+    x = np.ones((8, 128), np.float32)
+    assert np.array_equal(copyir.run(program, {"x": x})["x"], x)
+    text = copyir.dma_text(copyir.lower(program))
+    assert 'dma.loop "i" 4 {\n  }' in text
+    stream = read_dma(text, "empty.dma")
+    assert len(stream.loops) == 1 and len(stream.instructions) == 0
+    assert np.array_equal(copyir.run(stream, {"x": x})["x"], x)
+
+
+def sum_stream(**replace: str) -> str:
+    text = copyir.dma_text(copyir.lower((EXAMPLES / "loop_sum.cpy").read_text()))
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
+def stream_error(text: str) -> CopyIRError:
+    with pytest.raises(CopyIRError) as caught:
+        copyir.run(
+            read_dma(text, "crafted.dma"), {"x": np.zeros((256, 512), np.float32)}
+        )
+    return caught.value
+
+
+def test_a_map_over_more_loops_than_enclose_it_is_malformed():
+    text = sum_stream()
+    lines = text.splitlines()
+    inner = next(k for k, line in enumerate(lines) if 'dma.loop "j"' in line)
+    moved = lines[:inner] + lines[inner + 1 : -3] + [lines[inner], *lines[-3:]]
+    err = stream_error("\n".join(moved) + "\n")
+    assert err.message.startswith("Malformed DMA stream: ")
+    assert err.message.endswith("does not fit 1 enclosing loops")
+
+
+@pytest.mark.parametrize(
+    "constant",
+    ["10000000000000000000000000000000000000000524288", "4611686018427387904"],
+)
+def test_an_address_map_beyond_64_bits_is_malformed(constant):
+    err = stream_error(sum_stream(**{"+ 524288)": f"+ {constant})"}))
+    assert err.message == (
+        "Malformed DMA stream: dst_map 2 takes values beyond 64 bits, or divides "
+        "by zero or by an index"
+    )
+    assert err.loc.line == 14
+
+
+def test_a_map_dividing_by_zero_is_malformed():
+    err = stream_error(sum_stream(**{"(d1 * 512)": "(d1 floordiv 0)"}))
+    assert err.message.startswith("Malformed DMA stream: src_map 1 takes values")
+
+
+def test_a_map_whose_parts_overflow_is_malformed_though_its_value_fits():
+    """`(i + 2**70) mod 2` is 0 or 1, but numpy cannot add 2**70."""
+    err = stream_error(sum_stream(**{"(d1 * 512)": f"((d1 + {2**70}) mod 2)"}))
+    assert err.message.startswith("Malformed DMA stream: src_map 1 takes values")
