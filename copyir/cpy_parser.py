@@ -62,6 +62,8 @@ from copyir.dialects.copy import (
     DESCRIPTOR,
     DYNAMIC,
     ELEMENT,
+    IN,
+    OUT,
     SQUEEZED,
     AllocOp,
     AsyncCopyOp,
@@ -76,6 +78,7 @@ from copyir.dialects.copy import (
     ForOp,
     IndexOp,
     KernelOp,
+    PipelineOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
@@ -116,11 +119,14 @@ _TOKEN_NAMES = {
 
 
 class _Postlex(PostLex):
-    """Drop newlines inside (), [] and pytree records, as Python does.
+    """Drop newlines inside (), [] and pytree records, as Python does, and
+    in a pipeline's header (from `pipeline` to its body's `{`), whose specs
+    go one per line.
 
     A `{` opens a body, where newlines end statements, when it ends a
-    statement that starts with `kernel`, `for` or `when` and is outside any
-    bracket of that statement; any other `{` opens a pytree record.
+    statement that starts with `kernel`, `for`, `when` or `pipeline` and is
+    outside any bracket of that statement; any other `{` opens a pytree
+    record.
     """
 
     always_accept = ("_NL",)
@@ -137,10 +143,10 @@ class _Postlex(PostLex):
                 continue
             level = not stack or stack[-1] == "body"
             if kind == "_NL" or kind == "SEMICOLON":
+                if kind == "_NL" and (not level or head == "PIPELINE"):
+                    continue
                 if level:
                     head = None
-                elif kind == "_NL":
-                    continue
             elif kind == "LBRACE":
                 body = level and head in _BODY_HEADS
                 stack.append("body" if body else "record")
@@ -154,7 +160,7 @@ class _Postlex(PostLex):
             yield token
 
 
-_BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN"))
+_BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN", "PIPELINE"))
 _LAYOUT = frozenset(
     ("_NL", "SEMICOLON", "LPAR", "LSQB", "LBRACE", "RPAR", "RSQB", "RBRACE")
 )
@@ -312,6 +318,38 @@ def _one_of(names: list[str]) -> str:
 
 Where = tuple[Token, list, int]
 """An operand's name, its subscript groups, and the group being read."""
+
+
+class _MapScope:
+    """What an index map's expressions see: its parameters, as index values
+    of their own, and nothing else (the builder lends its messages)."""
+
+    def __init__(self, builder: _Builder, names: list[Token]):
+        self.builder = builder
+        block = Block(arg_types=[INDEX] * len(names))
+        self.values = {str(n): v for n, v in zip(names, block.args, strict=True)}
+
+    def lookup(self, token: Token) -> SSAValue:
+        value = self.values.get(str(token))
+        if value is None:
+            params = f"({', '.join(self.values)})"
+            raise self.error(
+                token,
+                errors.UNDEFINED.format(name=token),
+                (Note(errors.INDEX_MAP_SCOPE.format(params=params)),),
+            )
+        return value
+
+    def error(
+        self, item: Tree | Token, message: str, notes: tuple[Note, ...] = ()
+    ) -> CopyIRError:
+        return self.builder.error(item, message, notes)
+
+    def source(self, item: Tree | Token) -> str:
+        return self.builder.source(item)
+
+    def integer(self, text: str, at: Token | None = None) -> int:
+        return self.builder.integer(text, at)
 
 
 @dataclass
@@ -764,6 +802,151 @@ class _Builder:
             did_you_mean(str(function), ["range", "grid"]),
         )
 
+    def pipeline_stmt(self, tree: Tree) -> None:
+        """`pipeline grid=(8, 3) in x block=(128, 128) index=(i, j) -> (i, j)
+        buffers=3 out y ... (xw, yw, i, j) { ... }`: one copy.pipeline whose
+        body's arguments are the windows, then the grid indices (named here
+        only when the header names them)."""
+        token, *items = tree.children
+        names_tree, _, body = items[-3:]
+        specs = [i for i in items[:-3] if i.data in _SPECS]
+        options = [i for i in items[:-3] if i.data not in _SPECS]
+        properties = self.pipeline_options(token, options)
+        rank = len(properties["grid"].get_values())
+        refs, parts = [], []
+        for spec in specs:
+            ref, *part = self.pipeline_spec(spec, rank)
+            refs.append(ref)
+            parts.append(part)
+        directions, blocks, maps, buffers = zip(*parts, strict=True)
+        properties |= {
+            "directions": i64_array(directions),
+            "blocks": ArrayAttr(ArrayAttr(b) for b in blocks),
+            "index_maps": ArrayAttr(maps),
+            "buffers": i64_array(buffers),
+        }
+        names = [n for n in names_tree.children if n is not None]
+        if len(names) not in (len(refs), len(refs) + rank):
+            raise self.error(
+                names[0] if names else token,
+                errors.PIPELINE_BODY_NAMES.format(
+                    count=len(names), windows=len(refs), rank=rank
+                ),
+            )
+        types = [ref.type for ref in refs]
+        windows = PipelineOp.window_types(types, properties["blocks"].data)
+        block = Block(arg_types=[*windows, *[INDEX] * rank])
+        self.emit(PipelineOp, refs, (), properties, [Region(block)])
+        outer = self.open_scope("pipeline", token, block)
+        for arg, name in zip(block.args, names, strict=False):
+            self.define(name, arg)
+        for name in names[len(refs) :]:
+            self.loop_lines[str(name)] = token.line
+        self.statements(body)
+        self.close_scope(outer)
+
+    def pipeline_options(self, token: Token, options: list[Tree]) -> dict:
+        """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)` (the
+        parallel dimensions; the verifier wants them a prefix),
+        `no_pipelining`: the op's properties."""
+        values = self.options(options, "pipeline", _PIPELINE_OPTIONS)
+        grid = values.get("grid")
+        if grid is None:
+            raise self.error(
+                token,
+                errors.OPTION_VALUE.format(
+                    option="grid", stmt="pipeline", why="is required"
+                ),
+            )
+        properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
+        semantics = values.get("dimension_semantics")
+        if semantics is not None:
+            dims = self.parallel_dims(token, semantics, grid)
+            properties["parallel"] = i64_array(dims)
+        if "no_pipelining" in values:
+            properties["no_pipelining"] = UnitAttr()
+        return properties
+
+    def parallel_dims(
+        self, token: Token, semantics: list[Token], grid: list[int]
+    ) -> tuple[int, ...]:
+        """The dimensions that `dimension_semantics` calls parallel."""
+        for name in semantics:
+            if name not in _SEMANTICS:
+                raise self.error(
+                    name,
+                    errors.DIMENSION_SEMANTICS.format(name=name),
+                    did_you_mean(str(name), _SEMANTICS),
+                )
+        if len(semantics) != len(grid):
+            raise self.error(
+                semantics[0] if semantics else token,
+                errors.DIMENSION_SEMANTICS_COUNT.format(
+                    count=len(semantics), rank=len(grid)
+                ),
+            )
+        return tuple(k for k, name in enumerate(semantics) if name == "parallel")
+
+    def pipeline_spec(self, spec: Tree, rank: int) -> tuple:
+        """`in x block=(...) index=(i, j) -> (...) buffers=3`: the ref, its
+        direction, block dims, index map and buffer count."""
+        output = spec.data == "out_spec"
+        name, *items = spec.children[1:] if output else spec.children
+        ref = self.lookup(name)
+        label = f"{'out' if output else 'in'} {name}"
+        values = self.options(items, label, _SPEC_OPTIONS)
+        for required in ("block", "index"):
+            if required not in values:
+                raise self.error(
+                    name,
+                    errors.OPTION_VALUE.format(
+                        option=required, stmt=label, why="is required"
+                    ),
+                )
+        index_map = self.index_map(values["index"], rank, str(name))
+        direction = OUT if output else IN
+        return ref, direction, values["block"], index_map, values.get("buffers", 2)
+
+    def index_map(self, tree: Tree, rank: int, ref: str) -> AffineMapAttr:
+        """`(i, j) -> (i, 0)`, `i -> (i, 0)`: a lambda from the grid indices
+        to block indices; its results are index expressions over its
+        parameters, which nothing outside it sees."""
+        _, params, *results = tree.children
+        names = self.map_parameters(params, ref)
+        if len(names) != rank:
+            raise self.error(
+                params,
+                errors.INDEX_MAP_ARITY.format(name=ref, count=len(names), rank=rank),
+            )
+        scope = _MapScope(self, names)
+        affine = Affine(scope)
+        affine.dims = list(scope.values.values())
+        exprs = [checked(self, r, affine.expr(r)) for r in results if r is not None]
+        return AffineMapAttr(AffineMap(rank, 0, tuple(exprs)))
+
+    def map_parameters(self, params: Tree | Token, ref: str) -> list[Token]:
+        """An index map's parameters: `i`, `(i)` or `(i, j)`, each a name
+        once."""
+        if isinstance(params, Token):
+            return [params]
+        if params.data == "tuple_value":
+            items = [c for c in params.children if c is not None]
+        else:
+            items = [params]
+        names: list[Token] = []
+        for item in items:
+            if not is_bare_name(item):
+                raise self.error(
+                    item, errors.INDEX_MAP_PARAMETER.format(expr=self.source(item))
+                )
+            name = strip_parens(item).children[0]
+            if name in names:
+                raise self.error(
+                    name, errors.INDEX_MAP_TWICE.format(name=ref, param=name)
+                )
+            names.append(name)
+        return names
+
     def when_stmt(self, tree: Tree) -> None:
         """`when <condition> { ... }`: a copy.when over the index values the
         condition names, its condition an or of affine sets."""
@@ -814,7 +997,9 @@ class _Builder:
         """Options `name` or `name=value`, checked against what `stmt` takes."""
         values: dict[str, object] = {}
         for option in trees:
-            name_token, value = option.children
+            name_token = option.children[0]
+            # An index map's value is its whole lambda.
+            value = option if option.data == "index_map" else option.children[1]
             name = str(name_token)
             if name not in known:
                 raise self.error(
@@ -837,6 +1022,19 @@ class _Builder:
         block shape or a list of dimensions a tuple."""
         if kind == "flag" and value is None:
             return True
+        if value is not None and (value.data == "index_map") != (kind == "map"):
+            raise self.option_error(name, stmt, kind)
+        if kind == "map":
+            return value
+        if kind == "grid" and value is not None:
+            items = value.children if value.data == "tuple_value" else [value]
+            what = f"An extent of {self.source(value)}"
+            return [static_integer(self, i, what) for i in items if i is not None]
+        if kind == "names" and value is not None:
+            items = value.children if value.data == "tuple_value" else [value]
+            items = [i for i in items if i is not None]
+            if all(is_bare_name(i) for i in items):
+                return [strip_parens(i).children[0] for i in items]
         if value is not None and value.data != "tuple_value":
             if kind == "int" and (literal := _int_literal(value)) is not None:
                 return self.integer(literal, _first_token(value))
@@ -857,6 +1055,9 @@ class _Builder:
                 return [self.block_dim(name, stmt, item) for item in items]
             if kind == "dims" and all(_int_literal(i) is not None for i in items):
                 return [self.integer(_int_literal(i), _first_token(i)) for i in items]
+        raise self.option_error(name, stmt, kind)
+
+    def option_error(self, name: Token, stmt: str, kind: str) -> CopyIRError:
         why = {
             "flag": "is a flag and takes no value",
             "int": "takes an integer",
@@ -864,8 +1065,11 @@ class _Builder:
             "name": "takes a name",
             "block": "takes a block shape such as (128, 128)",
             "dims": "takes dimensions such as (0, 1)",
+            "grid": "takes a grid such as (8, 3)",
+            "names": "takes dimension semantics such as (parallel, arbitrary)",
+            "map": "takes an index map such as (i, j) -> (i, j)",
         }[kind]
-        raise self.error(
+        return self.error(
             name, errors.OPTION_VALUE.format(option=name, stmt=stmt, why=why)
         )
 
@@ -1117,6 +1321,14 @@ _DEFINITIONS = {
     "async_copy": "async_copy",
 }
 _AUGMENTED = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "div"}
+_SPECS = frozenset(("in_spec", "out_spec"))
+_PIPELINE_OPTIONS = {
+    "grid": "grid",
+    "dimension_semantics": "names",
+    "no_pipelining": "flag",
+}
+_SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int"}
+_SEMANTICS = ("parallel", "arbitrary")
 _BLOCK_KINDS = {"Blocked": BLOCKED, "Element": ELEMENT}
 INDEX = IndexType()
 
@@ -1212,7 +1424,7 @@ def _loc_of(stmt: Tree) -> Tree | None:
     """A statement's `loc(...)`: its last child, or, for a `for` or `when`,
     the child before its body."""
     children = stmt.children
-    if stmt.data in ("for_stmt", "when_stmt"):
+    if stmt.data in ("for_stmt", "when_stmt", "pipeline_stmt"):
         last = children[-2]
     else:
         last = children[-1] if children else None

@@ -443,3 +443,24 @@ COMPUTE_INDEX_VALUE = (
     "{name} is an index value; a computation takes refs, views and numeric literals"
 )
 HINT_COMPUTE = "a computation writes into a ref with subscripts: {name}[...] = ..."
+
+# The authoring syntax of pipelines (issue 9).
+PIPELINE_BODY_NAMES = (
+    "The pipeline's body names {count} value(s): its {windows} window(s), one "
+    "per operand in spec order, then optionally its {rank} grid index(es), "
+    "all of them or none"
+)
+INDEX_MAP_ARITY = (
+    "The index map of {name} takes {count} parameter(s), but the grid has "
+    "{rank} dimension(s): it takes one grid index per dimension"
+)
+INDEX_MAP_PARAMETER = "An index map's parameters are names, (i, j) -> (...), not {expr}"
+INDEX_MAP_TWICE = "The index map of {name} names its parameter {param} twice"
+INDEX_MAP_SCOPE = (
+    "an index map's expressions name its own parameters only, {params}; "
+    "name the body's grid indices after the windows to use them in the body"
+)
+DIMENSION_SEMANTICS = "A dimension's semantics is parallel or arbitrary, not {name}"
+DIMENSION_SEMANTICS_COUNT = (
+    "dimension_semantics gives {count} dimension(s), but the grid has {rank}"
+)

@@ -22,6 +22,7 @@ STATEMENT_WORDS = (
     "buffered_copy",
     "for",
     "when",
+    "pipeline",
 )
 """The words that start a statement."""
 VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy")
