@@ -21,9 +21,11 @@ from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
 from copyir import compute
+from copyir.attributes import int_values
 from copyir.compute import Apply, Operand
 from copyir.dialects.copy import (
     DYNAMIC,
+    OUT,
     AllocOp,
     AsyncCopyOp,
     AsyncDmaOp,
@@ -35,6 +37,7 @@ from copyir.dialects.copy import (
     ForOp,
     IndexOp,
     KernelOp,
+    PipelineOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
@@ -65,6 +68,7 @@ KEYWORDS = frozenset(
         "for",
         "in",
         "when",
+        "pipeline",
         "and",
         "or",
         "not",
@@ -77,6 +81,8 @@ KEYWORDS = frozenset(
 """Words the parser reads as keywords somewhere: no value is printed with
 one as its name (it gets a fresh name instead)."""
 _INLINE = (ViewOp, SemIndexOp, IndexOp)
+_MAP_PARAMETERS = ("i", "j", "k", "l", "m", "n")
+"""An index map's parameters when the body does not name its grid indices."""
 _AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 
 
@@ -138,6 +144,9 @@ class _KernelPrinter:
                 lines.append(f"{pad}{head}{self.loc(op.location)} {{")
                 self.block(op.body.block, depth + 1, lines)
                 lines.append(f"{pad}}}")
+                continue
+            if isinstance(op, PipelineOp):
+                self.pipeline(op, pad, depth, lines)
                 continue
             note = _address_note(op)
             lines.append(f"{pad}{self.statement(op)}{self.loc(op.location)}{note}")
@@ -221,7 +230,7 @@ class _KernelPrinter:
             return values
         if isinstance(op, ComputeOp):
             return self.compute_operands(op)
-        if isinstance(op, IndexOp | ForOp | WhenOp | AsyncDmaOp):
+        if isinstance(op, IndexOp | ForOp | WhenOp | AsyncDmaOp | PipelineOp):
             return []
         return [(v, 1) for v in op.operands]
 
@@ -349,6 +358,52 @@ class _KernelPrinter:
             )
         return f"for {names} in {extent}{parallel}"
 
+    def pipeline(self, op: PipelineOp, pad: str, depth: int, lines: list[str]) -> None:
+        """`pipeline grid=(8, 3) ...`, then one spec per line and the body's
+        names, indented, then the body. The grid indices are named when the
+        body names or uses them; the index maps' parameters take their
+        names."""
+        problem = _pipeline_problem(op)
+        if problem is not None:
+            lines.append(
+                f"{pad}# a pipeline the authoring syntax cannot write: {problem}"
+            )
+            return
+        grid = op.grid_shape
+        head = f"pipeline grid={_tuple(map(str, grid))}"
+        if op.parallel is not None:
+            dims = op.parallel_dims
+            semantics = (
+                "parallel" if k in dims else "arbitrary" for k in range(len(grid))
+            )
+            head += f" dimension_semantics={_tuple(semantics)}"
+        if op.no_pipelining is not None:
+            head += " no_pipelining"
+        lines.append(pad + head)
+        indices = op.indices
+        named = any(i.name_hint is not None or i.uses for i in indices)
+        params = (
+            self.arg_names(indices)
+            if named
+            else [_map_parameter(k) for k in range(len(grid))]
+        )
+        outputs = OUT in int_values(op.directions)
+        for ref, direction, block, index_map, buffers in _pipeline_specs(op):
+            word = "out " if direction == OUT else "in  " if outputs else "in "
+            dims = _tuple(b.describe() for b in block.data)
+            results = index_map.data.results
+            lambda_text = (
+                f"({', '.join(params)}) -> "
+                f"({', '.join(format_expr(e, params) for e in results)})"
+            )
+            spec = f"{word}{self.names[ref]} block={dims} index={lambda_text}"
+            spec += f" buffers={buffers}" * (buffers != 2)
+            lines.append(f"{pad}    {spec}")
+        names = self.arg_names(op.windows + (indices if named else ()))
+        lines.append(f"{pad}    ({', '.join(names)}){self.loc(op.location)} {{")
+        self.block(op.body.block, depth + 1, lines)
+        lines.append(f"{pad}}}")
+
     def when(self, op: WhenOp) -> str:
         sets = [attr.data for attr in op.condition.data]
         return f"when {format_condition(sets, self.arg_names(op.args))}"
@@ -458,6 +513,49 @@ def _made(value: SSAValue, user: Operation, uses: int) -> list[Operation]:
     for index in dynamic:
         made += _made(index, owner, 1)
     return [*made, owner]
+
+
+def _pipeline_specs(op: PipelineOp) -> list[tuple]:
+    """Per operand: ref, direction, block dims, index map, buffer count."""
+    return list(
+        zip(
+            op.refs,
+            int_values(op.directions),
+            op.blocks.data,
+            op.index_maps.data,
+            int_values(op.buffers),
+            strict=True,
+        )
+    )
+
+
+def _pipeline_problem(op: PipelineOp) -> str | None:
+    """Why the authoring syntax cannot write a pipeline, or None."""
+    rank = len(op.grid_shape)
+    try:
+        specs = _pipeline_specs(op)
+    except ValueError:
+        return "its specs disagree in number"
+    if len(op.body.block.args) != len(specs) + rank:
+        return "its body takes no window per operand and index per grid dimension"
+    dims = op.parallel_dims
+    if len(set(dims)) != len(dims) or any(d not in range(rank) for d in dims):
+        return f"its parallel dimensions {list(dims)} are not dimensions of its grid"
+    for _, _, _, index_map, _ in specs:
+        affine_map = index_map.data
+        if affine_map.num_dims != rank or affine_map.num_symbols:
+            return f"its index map {affine_map} does not take the grid's {rank} indices"
+    return None
+
+
+def _map_parameter(k: int) -> str:
+    return _MAP_PARAMETERS[k] if k < len(_MAP_PARAMETERS) else f"i{k}"
+
+
+def _tuple(items) -> str:
+    """`(8, 3)`, `(4,)`: a tuple as Python writes it."""
+    items = list(items)
+    return f"({', '.join(items)}{',' * (len(items) == 1)})"
 
 
 def _augmented(op: ComputeOp, expression) -> str | None:
