@@ -373,7 +373,8 @@ class _Builder:
         self.filename = filename
         self.text = text
         self.names: dict[str, tuple[SSAValue, int]] = {}
-        self.loop_lines: dict[str, int] = {}
+        # A loop's or a pipeline's index: the line and the construct.
+        self.loop_lines: dict[str, tuple[int, str]] = {}
         self.scopes: list[_Scope] = []
         self.gone: dict[str, Note] = {}
         self.block: Block | None = None
@@ -487,10 +488,11 @@ class _Builder:
         name = str(token)
         if name in self.names:
             if name in self.loop_lines:
+                line, construct = self.loop_lines[name]
                 raise self.error(
                     token,
                     errors.LOOP_INDEX_REBOUND.format(
-                        name=name, line=self.loop_lines[name]
+                        name=name, line=line, construct=construct
                     ),
                 )
             first = self.names[name][1]
@@ -536,8 +538,9 @@ class _Builder:
         for name in scope.names:
             _, line = self.names.pop(name)
             if name in self.loop_lines:
+                line, construct = self.loop_lines.pop(name)
                 note = errors.OUT_OF_SCOPE_INDEX.format(
-                    name=name, line=self.loop_lines.pop(name)
+                    name=name, line=line, construct=construct
                 )
             else:
                 note = errors.OUT_OF_SCOPE_NAME.format(
@@ -781,7 +784,7 @@ class _Builder:
         outer = self.open_scope("loop", for_token, block)
         for arg, token in zip(block.args, names, strict=True):
             self.define(token, arg)
-            self.loop_lines[str(token)] = for_token.line
+            self.loop_lines[str(token)] = (for_token.line, "loop")
         self.statements(body)
         self.close_scope(outer)
 
@@ -841,7 +844,7 @@ class _Builder:
         for arg, name in zip(block.args, names, strict=False):
             self.define(name, arg)
         for name in names[len(refs) :]:
-            self.loop_lines[str(name)] = token.line
+            self.loop_lines[str(name)] = (token.line, "pipeline")
         self.statements(body)
         self.close_scope(outer)
 

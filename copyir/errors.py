@@ -410,10 +410,11 @@ LOOP_INDEX_COUNT = (
     "{range} gives {dims} index(es) per iteration, but the loop names {count}"
 )
 LOOP_INDEX_REBOUND = (
-    "{name} is the index of the loop at line {line} and cannot be rebound"
+    "{name} is the index of the {construct} at line {line} and cannot be rebound"
 )
 OUT_OF_SCOPE_INDEX = (
-    "{name} is the index of the loop at line {line} and exists only inside that loop"
+    "{name} is the index of the {construct} at line {line} and exists only "
+    "inside that {construct}"
 )
 OUT_OF_SCOPE_NAME = (
     "{name} was defined at line {line} inside the body of the {construct} at "

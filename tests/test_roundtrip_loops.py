@@ -478,7 +478,7 @@ def test_a_loop_index_outside_its_loop():
     assert str(err) == errors.UNDEFINED.format(name="i")
     assert (err.loc.line, err.loc.col) == (body_line(3), 19)
     assert [n.message for n in err.notes] == [
-        errors.OUT_OF_SCOPE_INDEX.format(name="i", line=body_line(1))
+        errors.OUT_OF_SCOPE_INDEX.format(name="i", line=body_line(1), construct="loop")
     ]
 
 
@@ -508,7 +508,9 @@ def test_a_name_defined_in_a_body_outside_it():
 )
 def test_a_loop_index_cannot_be_rebound(body, col):
     err = error_of(kernel(body), False)
-    assert str(err) == errors.LOOP_INDEX_REBOUND.format(name="i", line=body_line(1))
+    assert str(err) == errors.LOOP_INDEX_REBOUND.format(
+        name="i", line=body_line(1), construct="loop"
+    )
     if col is not None:
         assert (err.loc.line, err.loc.col) == (body_line(2), col)
 
