@@ -45,6 +45,7 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     WhenOp,
+    default_index_name,
     describe_type,
 )
 from copyir.dialects.dma import ProgramOp
@@ -81,8 +82,6 @@ KEYWORDS = frozenset(
 """Words the parser reads as keywords somewhere: no value is printed with
 one as its name (it gets a fresh name instead)."""
 _INLINE = (ViewOp, SemIndexOp, IndexOp)
-_MAP_PARAMETERS = ("i", "j", "k", "l", "m", "n")
-"""An index map's parameters when the body does not name its grid indices."""
 _AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 
 
@@ -385,7 +384,7 @@ class _KernelPrinter:
         params = (
             self.arg_names(indices)
             if named
-            else [_map_parameter(k) for k in range(len(grid))]
+            else [default_index_name(k) for k in range(len(grid))]
         )
         outputs = OUT in int_values(op.directions)
         for ref, direction, block, index_map, buffers in _pipeline_specs(op):
@@ -546,10 +545,6 @@ def _pipeline_problem(op: PipelineOp) -> str | None:
         if affine_map.num_dims != rank or affine_map.num_symbols:
             return f"its index map {affine_map} does not take the grid's {rank} indices"
     return None
-
-
-def _map_parameter(k: int) -> str:
-    return _MAP_PARAMETERS[k] if k < len(_MAP_PARAMETERS) else f"i{k}"
 
 
 def _tuple(items) -> str:

@@ -342,8 +342,8 @@ class _Expansion:
             self.one_schedule(_Builder(ops, {}, self.location), operands)
             return ops
         block = Block(arg_types=[IndexType()] * schedule.parallel)
-        for arg, old in zip(block.args, self.op.indices, strict=False):
-            set_name(arg, old.name_hint)
+        for d, arg in enumerate(block.args):
+            set_name(arg, self.op.index_name(d))
         loop = ForOp.create(
             properties={
                 "lower": i64_array((0,) * schedule.parallel),
@@ -391,7 +391,7 @@ class _Expansion:
             return build, point
         block = Block(arg_types=[IndexType()] * len(sequential))
         for arg, d in zip(block.args, sequential, strict=True):
-            set_name(arg, self.op.indices[d].name_hint)
+            set_name(arg, self.op.index_name(d))
         properties = {
             "lower": i64_array((0,) * len(sequential)),
             "upper": i64_array(tuple(schedule.grid[d] for d in sequential)),

@@ -2271,6 +2271,14 @@ class WindowOp(CopyOp):
 IN, OUT = 0, 1
 
 
+_INDEX_NAMES = ("i", "j", "k", "l", "m", "n")
+
+
+def default_index_name(dim: int) -> str:
+    """The name of an unnamed grid index `dim` of a pipeline."""
+    return _INDEX_NAMES[dim] if dim < len(_INDEX_NAMES) else f"i{dim}"
+
+
 @irdl_op_definition
 class PipelineOp(CopyOp):
     """`pltpu.emit_pipeline`: stream blocks of HBM refs through VMEM windows
@@ -2319,6 +2327,14 @@ class PipelineOp(CopyOp):
     @property
     def indices(self) -> tuple[SSAValue, ...]:
         return tuple(self.body.block.args[len(self.refs) :])
+
+    def index_name(self, dim: int) -> str:
+        """Grid index `dim`'s name: the body's, or when the body names none
+        (`(xw, yw) { ... }`), i, j, k, l, m, n, then i6, i7, ..., as the
+        authoring syntax writes the index maps' parameters then and as
+        messages name the iteration."""
+        hint = self.indices[dim].name_hint if dim < len(self.indices) else None
+        return hint or default_index_name(dim)
 
     def specs(self) -> list[tuple[SSAValue, bool, BufferedRefType, AffineMapAttr]]:
         """Per operand: the ref, whether it is an output, its BufferedRef
