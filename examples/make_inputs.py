@@ -3,9 +3,10 @@
     python examples/make_inputs.py
 
 Only the parameters a program reads are inputs (the source of a DMA start,
-of a descriptor, of a `sync_copy` leaf or of a copy into a window, looked
-up through views in the program itself, so that programs with loops need
-no lowering); the others are outputs and start unwritten. Values are small
+of a descriptor, of a `sync_copy` leaf, of a copy into a window or of a
+pipeline's `in` spec, looked up through views in the program itself, so
+that programs with loops and pipelines need no lowering); the others are
+outputs and start unwritten. Values are small
 repeating patterns, so the files stay small, cast to each parameter's dtype.
 """
 
@@ -22,6 +23,7 @@ from copyir.dialects.copy import (
     BufferedCopyOp,
     DmaOp,
     KernelOp,
+    PipelineOp,
     SyncCopyOp,
     ViewOp,
 )
@@ -39,6 +41,8 @@ def read_parameters(kernel: KernelOp) -> list[SSAValue]:
             read.update(root(v) for v in op.srcs)
         elif isinstance(op, BufferedCopyOp) and op.copy_in:
             read.add(root(op.plain))
+        elif isinstance(op, PipelineOp):
+            read.update(root(ref) for ref, output, _, _ in op.specs() if not output)
     return [p for p in kernel.params if p in read]
 
 
