@@ -14,7 +14,7 @@ kernel pipeline_parallel(x: f32[256, 384] @hbm, y: f32[256, 128] @hbm) {
     when j == 0 {
       yw[...] = xw
     }
-    when j > 0 {
+    when j >= 1 {
       yw[...] = max(yw, xw)
     }
   }

@@ -2522,7 +2522,10 @@ class PipelineOp(CopyOp):
         printer.print_string(" (")
         printer.print_list(self.body.block.args, printer.print_operand)
         printer.print_string(") ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        # An empty body prints as `{}`: its arguments are named before it.
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
 
 
 Copy = Dialect(
