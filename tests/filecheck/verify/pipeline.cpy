@@ -1,0 +1,246 @@
+# RUN: copyir verify --split-input-file --verify-diagnostics %s
+# RUN: not copyir verify --split-input-file %s 2>&1 | filecheck %s --check-prefix=NOTE
+
+# Errors of pipelines: each part states the exact message and the line it
+# points at. The verifier's errors point at the pipeline; the syntax's at
+# the spec, name or expression they are about (a comment line inside a
+# pipeline's header is fine: its newlines do not end it).
+
+# Every grid dimension has a step (Pallas' message, verbatim).
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{All elements in the grid must be strictly positive, but got grid=(0, 3)}}
+  pipeline grid=(0, 3)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# An output has 1 or 2 buffers (Pallas' message, verbatim).
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{Buffer count >2 not supported for output buffered refs.}}
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0) buffers=3
+      out y block=(8, 256) index=(i) -> (i, 0) buffers=3
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# An input has at least one.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{buffers must be >= 1, got 0}}
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0) buffers=0
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# The parallel dimensions come first (Pallas' message, verbatim).
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{Dimensions with parallel semantics must form a prefix of the grid.}}
+  pipeline grid=(4, 2) dimension_semantics=(arbitrary, parallel)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# An output block visited again after another one (Pallas' interpret-mode
+# check for grids, verbatim, its stray space included).
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{Revisited block (0, 0) of output 0 in iteration (1, 0). The block was previously visited in iterations (0, 0) through (0, 0) .}}
+  pipeline grid=(2, 2)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (j, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# An output block shared across a parallel dimension.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{Output 0 (y) visits block (0, 0) in iterations (0, 0) and (1, 0), which differ in parallel dimension 0: iterations of a parallel dimension run on different cores and must not share an output block}}
+  pipeline grid=(2, 2) dimension_semantics=(parallel, arbitrary)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (0, j)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# An index map gives a block index per array dimension.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{The index map of y, (d0) -> (d0), must take the grid's 1 indices to 2 block indices}}
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0)
+      out y block=(8, 256) index=(i) -> (i)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# ... and takes a name per grid dimension.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4, 2)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      # expected-error@+1 {{The index map of y takes 1 parameter(s), but the grid has 2 dimension(s): it takes one grid index per dimension}}
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# Its expressions are affine.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4, 2)
+      # expected-error@+1 {{Index expression i * j is not affine: it multiplies two index values}}
+      in  x block=(8, 128) index=(i, j) -> (i * j, 0)
+      out y block=(8, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# ... and name its own parameters only.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      # NOTE: note: an index map's expressions name its own parameters only, (i); name the body's grid indices after the windows to use them in the body
+      # expected-error@+1 {{y is not defined}}
+      in  x block=(8, 256) index=(i) -> (y, 0)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# A spec names a ref of the kernel.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      # expected-error@+1 {{z is not defined}}
+      in  z block=(8, 256) index=(i) -> (i, 0)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (zw, yw) {
+    yw[...] = zw
+  }
+}
+
+# -----
+
+# It gives a block and an index map.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      # expected-error@+1 {{Option index of in x is required}}
+      in  x block=(8, 256)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# The body names a window per operand, then all grid indices or none.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4, 2)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (i, j)
+      # expected-error@+1 {{The pipeline's body names 3 value(s): its 2 window(s), one per operand in spec order, then optionally its 2 grid index(es), all of them or none}}
+      (xw, yw, i) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# A window's name is new.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      # expected-error@+1 {{x is defined twice (first at line 181)}}
+      (x, yw) {
+    yw[...] = x
+  }
+}
+
+# -----
+
+# A grid index is not rebound.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (xw, yw, i) {
+    # expected-error@+1 {{i is the index of the pipeline at line 195 and cannot be rebound}}
+    i = alloc f32[8] @vmem
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# Windows exist inside the body only.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+  # NOTE: note: xw was defined at line 212 inside the body of the pipeline at line 209, and exists only inside that body
+  # expected-error@+1 {{xw is not defined}}
+  sync_copy xw -> y
+}
+
+# -----
+
+# Dimension semantics are Pallas' words.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  # expected-error@+1 {{A dimension's semantics is parallel or arbitrary, not paralel}}
+  pipeline grid=(4, 2) dimension_semantics=(paralel, arbitrary)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# A body does not write an input window: later steps would read the
+# writes or not, as the block changes.
+kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
+  pipeline grid=(4,)
+      in  x block=(8, 256) index=(i) -> (i, 0)
+      out y block=(8, 256) index=(i) -> (i, 0)
+      (xw, yw) {
+    # expected-error@+1 {{The pipeline's body writes xw, in the window of input x: an input block is fetched again only when it changes, so later steps may read these writes instead of x}}
+    xw[...] = 2.0 * xw
+    yw[...] = xw
+  }
+}
