@@ -155,7 +155,11 @@ class _Lowering:
         for op in kernel.body.block.ops:
             self.lower(op, self.ops, _Context())
         target = kernel.attributes[TARGET].data
-        body = Block([*self.declarations, *self.ops])
+        # Buffers, then semaphores, as a stream's tables hold them (a kernel
+        # may declare them interleaved: an expanded pipeline does).
+        buffers = [d for d in self.declarations if isinstance(d, dma.BufferOp)]
+        sems = [d for d in self.declarations if not isinstance(d, dma.BufferOp)]
+        body = Block([*buffers, *sems, *self.ops])
         return dma.ProgramOp(kernel.kernel_name, target, self.semaphores, Region(body))
 
     def buffer(
