@@ -9,10 +9,12 @@ the three schedules the issue gives.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
 import pytest
+from conftest import EXAMPLES, PIPELINE_EXAMPLES, ROOT
 from copyir.backends.interpreter import MODES, trace_lines
 from hypothesis import HealthCheck, given, settings
 from pipeline_programs import (
@@ -227,6 +229,53 @@ def test_consecutive_element_windows_that_overlap_race():
     message = str(err.value)
     assert message.startswith("Race: this DMA writes y[8:24, 0:128] while the DMA")
     assert message.endswith("at i = 1")
+
+
+# -- the pipeline examples ----------------------------------------------------------
+
+
+def row_blocks(x: np.ndarray, cols: int) -> list[np.ndarray]:
+    return [x[:, k : k + cols] for k in range(0, x.shape[1], cols)]
+
+
+PIPELINE_RESULTS = {
+    "pipeline_scale.cpy": lambda x: np.float32(2) * x + np.float32(1),
+    "pipeline_sum.cpy": lambda x: functools.reduce(
+        np.add, row_blocks(x, 128), np.zeros((x.shape[0], 128), np.float32)
+    ),
+    "pipeline_parallel.cpy": lambda x: functools.reduce(np.maximum, row_blocks(x, 128)),
+    "pipeline_element.cpy": lambda x: np.stack(
+        [x[8 * i : 8 * i + 8] + x[8 * i + 8 : 8 * i + 16] for i in range(4)]
+    ),
+}
+"""Each pipeline example's y as numpy computes it from its x."""
+
+
+def test_every_pipeline_example_has_its_expected_result():
+    assert set(PIPELINE_RESULTS) == PIPELINE_EXAMPLES
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINE_EXAMPLES))
+def test_pipeline_examples_agree_with_numpy_in_every_mode(name):
+    """With its inputs file and with random inputs; random mode with
+    several seeds (parallel rows run in a permuted order)."""
+    path = EXAMPLES / name
+    stream = copyir.to_stream(copyir.lower(path.read_text()))
+    with np.load(path.with_suffix(".inputs.npz")) as data:
+        assert data.files == ["x"]
+        x = data["x"]
+    for values in (x, rng_array(x.shape, 5)):
+        want = PIPELINE_RESULTS[name](values)
+        for mode in MODES:
+            for seed in (0, 1, 2) if mode == "random" else (0,):
+                got = copyir.run(stream, {"x": values}, mode=mode, seed=seed)["y"]
+                assert got.tobytes() == want.tobytes(), (mode, seed)
+
+
+def test_the_readme_lists_every_pipeline_example():
+    readme = (ROOT / "README.md").read_text()
+    for name in PIPELINE_EXAMPLES:
+        assert f"| [`{name}`](examples/{name}) |" in readme, name
 
 
 # -- static errors, verbatim --------------------------------------------------------
