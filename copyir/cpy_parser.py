@@ -906,9 +906,24 @@ class _Builder:
                         option=required, stmt=label, why="is required"
                     ),
                 )
+        self.check_window(ref, values["block"], name)
         index_map = self.index_map(values["index"], rank, str(name))
         direction = OUT if output else IN
         return ref, direction, values["block"], index_map, values.get("buffers", 2)
+
+    def check_window(self, ref: SSAValue, block: list, at: Token) -> None:
+        """A block size below 1 makes no window (no ref has an empty
+        dimension), so the IR cannot hold it: the verifier's message for
+        that block, here."""
+        if all(b.kind.data == SQUEEZED or b.size.data >= 1 for b in block):
+            return
+        try:
+            type = expect_ref("pipeline", "operand", ref)
+            shape, element = type.get_shape(), type.element_type
+            bref = BufferedRefType(shape, element, block, 2, "vmem")
+            BufferedRefOp.check_type(bref, describe(ref))
+        except CopyIRError as err:
+            raise err.at(self.loc(at)) from None
 
     def index_map(self, tree: Tree, rank: int, ref: str) -> AffineMapAttr:
         """`(i, j) -> (i, 0)`, `i -> (i, 0)`: a lambda from the grid indices

@@ -460,6 +460,11 @@ def spec_line(head: str = "grid=(4,)", specs: str = "", names: str = "(xw)") -> 
             "block",
         ),
         (
+            spec_line(specs="in x block=(0, 256) index=(i) -> (i, 0)"),
+            errors.BLOCK_SIZE.format(size=0, dim=0, extent=32),
+            "x block",
+        ),
+        (
             spec_line(specs="in x index=(i) -> (i, 0)"),
             errors.OPTION_VALUE.format(option="block", stmt="in x", why="is required"),
             "x index",
