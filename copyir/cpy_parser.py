@@ -929,11 +929,11 @@ class _Builder:
         """`(i, j) -> (i, 0)`, `i -> (i, 0)`: a lambda from the grid indices
         to block indices; its results are index expressions over its
         parameters, which nothing outside it sees."""
-        _, params, *results = tree.children
+        option, params, *results = tree.children
         names = self.map_parameters(params, ref)
         if len(names) != rank:
             raise self.error(
-                params,
+                params if names else option,  # `()` has no token of its own
                 errors.INDEX_MAP_ARITY.format(name=ref, count=len(names), rank=rank),
             )
         scope = _MapScope(self, names)

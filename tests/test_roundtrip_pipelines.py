@@ -397,6 +397,11 @@ def spec_line(head: str = "grid=(4,)", specs: str = "", names: str = "(xw)") -> 
             "i -> ",
         ),
         (
+            spec_line(specs="in x block=(8, 256) index=() -> (0, 0)"),
+            errors.INDEX_MAP_ARITY.format(name="x", count=0, rank=1),
+            "index",
+        ),
+        (
             spec_line(
                 head="grid=(4, 2)",
                 specs="in x block=(8, 128) index=(i, j) -> (i * j, 0)",
