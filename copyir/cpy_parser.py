@@ -5,9 +5,12 @@ accepts and the IR can hold reaches the verifier, so `parse` then `verify`
 reports every semantic error with the verifier's message. Only what the IR
 cannot hold is rejected here: unknown dtypes and spaces, dimensions < 1,
 slice steps, negative slice bounds, undefined and duplicate names (a loop
-index or a name of a `for` or `when` body is visible in that body only),
-index expressions that are not affine, slices whose size is not static,
-and operators a computation does not have. Expressions are translated by
+index, a pipeline's window or grid index, or a name of a `for`, `when` or
+`pipeline` body is visible in that body only; an index map's parameters
+in its expressions only), index expressions that are not affine, slices
+whose size is not static, operators a computation does not have, and a
+pipeline's header that names the wrong number of windows or gives an
+index map the wrong number of parameters. Expressions are translated by
 `copyir.cpy_expressions`.
 """
 

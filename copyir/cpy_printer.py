@@ -5,10 +5,10 @@ unnamed view, semaphore index or index value (`copy.index`) used once,
 right before its user and at its user's location, is written inline
 (`copy_start x[ds(8 * i, 8)] -> ...`) exactly when the parser would
 rebuild it in the same place from that text; any other gets a statement of
-its own. Loops and `when` bodies print as blocks, indented. With
-`debuginfo`, every statement ends in `loc("file":line:col)` (a `for` or
-`when` has it before its `{`) so that `parse(print(m))` keeps the
-locations too.
+its own. Loops, `when` and pipeline bodies print as blocks, indented; a
+pipeline's header prints one spec per line. With `debuginfo`, every
+statement ends in `loc("file":line:col)` (a `for`, `when` or `pipeline`
+has it before its `{`) so that `parse(print(m))` keeps the locations too.
 """
 
 from __future__ import annotations
