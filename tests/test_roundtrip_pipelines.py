@@ -687,3 +687,10 @@ def test_scratch_for_the_body_is_an_alloc_of_the_kernel():
     copyir.verify(module)
     assert copyir.to_text(module) == kernel(body)
     assert_round_trips(module)
+
+
+def test_a_misspelt_pipeline_gets_a_did_you_mean():
+    err = error_of(spec_line().replace("pipeline", "pipelne"), verify=False)
+    assert [n.message for n in err.notes] == [
+        errors.DID_YOU_MEAN.format(name="pipeline")
+    ]
