@@ -492,7 +492,8 @@ class Executable:
                 np.copyto(views[i], array)
         self._views = views
         self._bound = self._stacks(flats)
-        self.execute()
+        with np.errstate(all="ignore"):  # overflow and NaN are the semantics
+            self.execute()
         return {name: views[i] for name, i in self.params.items()}
 
     def _fresh_views(self) -> dict[int, np.ndarray]:
