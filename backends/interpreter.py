@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir import errors
-from copyir.compute import compile_expression, parse
+from copyir.compute import Operand, compile_expression, parse
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
@@ -418,37 +418,56 @@ class Executable:
         if not len(computes):
             self._steps = moves
             return
-        operands = validated.operands
-        operand_at = [np.searchsorted(o.events, computes) for o in operands]
-        operand_stacks = [stacks_of(o, "src") for o in operands]
-        numbers = {}
-        steps = np.zeros((len(computes), 5), np.int64)
-        for j, event in enumerate(computes.tolist()):
-            entry = table[rows[event]]
-            number = int(entry["compute"])
-            spec = self.stream.computes[number - 1]
-            if number not in numbers:
-                numbers[number] = len(self._functions)
-                dtype = DTYPES[int(entry["dtype"])].numpy
-                self._functions.append(
-                    compile_expression(parse(spec.expression), dtype)
-                )
-            self._operands.append(
-                [
-                    (
-                        int(operand_stacks[k][operand_at[k][j]]),
-                        int(operands[k].offset[operand_at[k][j]]),
-                    )
-                    for k in range(len(spec.operands))
-                ]
-            )
-            steps[j] = (2, numbers[number], j, 0, 0)
-        at = np.searchsorted(dst.events, computes)
-        steps[:, 3], steps[:, 4] = dst_stack[at], dst.offset[at]
+        steps = self._compute_steps(program, computes, stacks_of, dst_stack)
         # Computations run at their event, moves after the event they follow.
         key = np.concatenate([computes * 2, self._moments * 2 + 1])
         order = np.argsort(key, kind="stable")
         self._steps = np.concatenate([steps, moves])[order]
+
+    def _compute_steps(self, program: Program, computes, stacks_of, dst_stack):
+        """The steps of the computations (events `computes`), all at once:
+        a computation that only copies an operand (`$0`) is a copy (kind
+        0); any other is kind 2, with its function and the index of its
+        operands' (stack, offset) pairs in `_operands`."""
+        validated = program.validated
+        table = self.stream.instructions
+        number = table["compute"][program.trace.row[computes]].astype(np.int64)
+        specs = self.stream.computes
+        counts = np.array([0] + [len(c.operands) for c in specs], np.int64)
+        at = np.searchsorted(validated.dst.events, computes)
+        dst = np.stack([dst_stack[at], validated.dst.offset[at]], axis=1)
+        # Every computation's operands as (stack, offset) pairs; positions
+        # past its own count repeat its destination (never read).
+        pairs = np.repeat(dst[:, None, :], len(validated.operands), axis=1)
+        for k, operand in enumerate(validated.operands):
+            has = k < counts[number]
+            mine = np.searchsorted(operand.events, computes[has])
+            pairs[has, k, 0] = stacks_of(operand, "src")[mine]
+            pairs[has, k, 1] = operand.offset[mine]
+        copied = np.full(len(specs) + 1, -1, np.int64)
+        function = np.zeros(len(specs) + 1, np.int64)
+        kinds, first = np.unique(number, return_index=True)
+        for n, j in zip(kinds.tolist(), first.tolist(), strict=True):
+            expression = parse(specs[n - 1].expression)
+            if isinstance(expression, Operand):
+                copied[n] = expression.index
+                continue
+            function[n] = len(self._functions)
+            dtype = DTYPES[int(table["dtype"][program.trace.row[computes[j]]])].numpy
+            self._functions.append(compile_expression(expression, dtype))
+        steps = np.zeros((len(computes), 5), np.int64)
+        steps[:, 3:] = dst
+        copy = copied[number] >= 0
+        steps[copy, 1:3] = pairs[np.flatnonzero(copy), copied[number[copy]]]
+        general = np.flatnonzero(~copy)
+        steps[general, 0] = 2
+        steps[general, 1] = function[number[general]]
+        steps[general, 2] = np.arange(len(general))
+        self._operands = [
+            list(zip(row[0::2], row[1::2], strict=True))
+            for row in pairs[general].reshape(len(general), -1).tolist()
+        ]
+        return steps
 
     def _stacks(self, flats: dict[int, np.ndarray]) -> list[np.ndarray]:
         """One strided stack per signature: `stack[offset]` is the box of
