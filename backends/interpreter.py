@@ -465,7 +465,7 @@ class Executable:
         steps[general, 2] = np.arange(len(general))
         self._operands = [
             list(zip(row[0::2], row[1::2], strict=True))
-            for row in pairs[general].reshape(len(general), -1).tolist()
+            for row in pairs[general].reshape(len(general), 2 * pairs.shape[1]).tolist()
         ]
         return steps
 
