@@ -336,51 +336,63 @@ def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
     """The first read, in program order, that no earlier write or input
     covers, and its first unwritten element (a global number).
 
-    Most reads are of an input, or of exactly the box an earlier DMA
-    wrote (a window slot, a block): those are settled for all reads at once
-    by hashing boxes; only the others replay their buffer's writes."""
-    reads = np.flatnonzero(ends.read & ~memory.provided[ends.buffer])
-    invalidated = np.unique(ends.buffer[ends.invalidate])
-    reads = np.union1d(
-        reads, np.flatnonzero(ends.read & np.isin(ends.buffer, invalidated))
-    )
-    if not reads.size:
+    Only reads of buffers that start unwritten, or that an invalidation
+    makes unwritten again, can fail. Each such buffer is settled by its
+    boxes when they allow it (`_by_boxes`: window slots, blocks), else by
+    replaying its events (`_by_replay`)."""
+    invalidated = np.zeros(len(memory.shapes), bool)
+    invalidated[ends.buffer[ends.invalidate]] = True
+    doubtful = ends.read & (~memory.provided[ends.buffer] | invalidated[ends.buffer])
+    if not doubtful.any():
         return None
-    writes = np.flatnonzero(ends.write & ~ends.invalidate)
-    keys = coverage.box_keys(ends.buffer, ends.lo, ends.hi)
-    order = writes[np.lexsort((ends.event[writes], keys[writes]))]
-    at = np.searchsorted(keys[order], keys[reads], side="left")
-    found = at < len(order)
-    candidate = order[np.minimum(at, max(len(order) - 1, 0))] if len(order) else at
-    if len(order):
-        found &= keys[candidate] == keys[reads]
-        found &= ends.event[candidate] < ends.event[reads]
-        found &= ends.buffer[candidate] == ends.buffer[reads]
-        found &= (ends.lo[candidate] == ends.lo[reads]).all(axis=1)
-        found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
-    # An invalidation may undo an earlier write: such buffers are replayed.
-    found &= ~np.isin(ends.buffer[reads], invalidated)
-    doubtful = reads[~found]
-    if not doubtful.size:
-        return None
-    return _replay(ends, memory, doubtful, writes)
-
-
-def _replay(ends: Ends, memory: Memory, doubtful, writes) -> tuple[int, int] | None:
-    """The first doubtful read that is not covered, over every buffer with
-    one: (its row, its first unwritten element). Per buffer, by boxes when
-    they allow it (`_by_boxes`), else by replaying (`_replay_buffer`)."""
+    writing = ends.write & ~ends.invalidate
+    # Rows by buffer, each buffer's rows in row order; reads that cannot
+    # fail play no part.
+    rows = np.flatnonzero(doubtful | ends.write)
+    rows = rows[np.argsort(ends.buffer[rows], kind="stable")]
+    edges = np.flatnonzero(np.diff(ends.buffer[rows])) + 1
     best = None
-    for buffer in np.unique(ends.buffer[doubtful]).tolist():
-        mine_w = writes[ends.buffer[writes] == buffer]
-        mine_r = doubtful[ends.buffer[doubtful] == buffer]
-        mine_i = np.flatnonzero(ends.invalidate & (ends.buffer == buffer))
-        found = _by_boxes(ends, memory, buffer, mine_r, mine_w, mine_i)
+    for mine in np.split(rows, edges):
+        reads = mine[doubtful[mine]]
+        if not reads.size:
+            continue
+        buffer = int(ends.buffer[mine[0]])
+        writes, invalid = mine[writing[mine]], mine[ends.invalidate[mine]]
+        found = _by_boxes(ends, memory, buffer, reads, writes, invalid)
         if found is _MIXED:
-            found = _replay_buffer(ends, memory, buffer, mine_r, mine_w, mine_i)
+            found = _by_replay(ends, memory, buffer, reads, writes, invalid)
         if found is not None and (best is None or found < best):
             best = found
     return None if best is None else (best[1], best[2])
+
+
+def _by_replay(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
+    """`_replay_buffer`, spared the reads of exactly the box an earlier
+    write wrote when nothing in the buffer is invalidated (those stay
+    covered): (event, row, first unwritten element), or None."""
+    if not invalid.size:
+        read_keys = coverage.box_keys(
+            ends.buffer[reads], ends.lo[reads], ends.hi[reads]
+        )
+        keys = coverage.box_keys(ends.buffer[writes], ends.lo[writes], ends.hi[writes])
+        sort = np.lexsort((ends.event[writes], keys))
+        order, keys = writes[sort], keys[sort]
+        at = np.minimum(np.searchsorted(keys, read_keys), max(len(order) - 1, 0))
+        found = np.zeros(len(reads), bool)
+        if len(order):
+            candidate = order[at]
+            found = keys[at] == read_keys
+            found &= ends.event[candidate] < ends.event[reads]
+            found &= (ends.lo[candidate] == ends.lo[reads]).all(axis=1)
+            found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
+        reads = reads[~found]
+        if not reads.size:
+            return None
+    return _replay_buffer(ends, memory, buffer, reads, writes, invalid)
+
+
+def _box_keys(ends: Ends, rows: np.ndarray) -> np.ndarray:
+    return coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
 
 
 _MIXED = object()
