@@ -41,6 +41,7 @@ from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
 from copyir.stream import COMPUTE, INVALIDATE, START, WAIT, Buffer, Origin, Stream
+from copyir.tables import small_groups
 from copyir.validate import Access, Validated, validate_stream
 
 from . import coverage, protocol
@@ -386,7 +387,7 @@ class Executable:
             per (kind, buffer) pair."""
             nb = len(self.stream.buffers)
             key = access.kind * nb + access.buffer
-            kinds, group = np.unique(key, return_inverse=True)
+            kinds, _, group = small_groups(key)
             numbers = []
             for k in kinds.tolist():
                 kind, buffer = divmod(k, nb)
@@ -398,7 +399,7 @@ class Executable:
                     index[sig] = len(self._signatures)
                     self._signatures.append(sig)
                 numbers.append(index[sig])
-            return np.array(numbers, np.int64)[group.reshape(-1)]
+            return np.array(numbers, np.int64)[group]
 
         src, dst = validated.src, validated.dst
         src_stack, dst_stack = stacks_of(src, "src"), stacks_of(dst, "dst")
