@@ -29,6 +29,7 @@ in signed integers, the maximum in unsigned ones and True in bool.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,17 +125,8 @@ def prepare(
     table = stream.instructions
     op = table["op"][trace.row].astype(np.int64)
     events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
-    src, dst = validated.src, validated.dst
-    at = np.searchsorted(dst.events, src.events)
-    add = table["add"][trace.row[src.events]]
-    parts = [_dma_ends(src, _subset(dst, at), add)]
-    for operand in validated.operands:
-        parts.append(_instant_ends(operand, write=False, invalidate=False))
-    for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
-        mine = np.flatnonzero(op[dst.events] == kind)
-        parts.append(
-            _instant_ends(_subset(dst, mine), write=True, invalidate=invalidate)
-        )
+    add = table["add"][trace.row[validated.src.events]].astype(bool)
+    ends = _protocol_ends(validated, op, add)
     layout = validated.layout
     memory = protocol.Memory(
         layout.shapes,
@@ -142,47 +134,77 @@ def prepare(
         np.array([b.param and b.name in provided for b in stream.buffers], bool),
         np.array([b.param for b in stream.buffers], bool),
     )
-    ends = protocol.Ends.concatenate(parts)
-    return Program(validated, events, ends, memory, _Namer(stream, trace))
+    validated = _without_boxes(validated)
+    return Program(validated, events, ends, memory, _Namer(stream, validated.trace))
 
 
-def _subset(access: Access, at: np.ndarray) -> Access:
-    return Access(*(getattr(access, f)[at] for f in Access.__dataclass_fields__))
-
-
-def _dma_ends(src: Access, dst: Access, add: np.ndarray) -> protocol.Ends:
-    """Two rows per DMA, its source then its destination."""
+def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
+    """The protocol's rows, filled in place (no part tables): two per DMA,
+    its source then its destination (read too when the DMA adds); then
+    each computation's operands (read), the computations' destinations
+    (written) and the invalidations' boxes (made unwritten), all instant."""
+    src, dst = validated.src, validated.dst
     count = len(src.events)
-
-    def both(a, b):
-        out = np.empty((2 * count, *a.shape[1:]), a.dtype)
-        out[0::2], out[1::2] = a, b
-        return out
-
-    no, yes = np.zeros(count, bool), np.ones(count, bool)
-    return protocol.Ends(
-        event=np.repeat(src.events, 2),
-        buffer=both(src.buffer, dst.buffer),
-        lo=both(src.lo, dst.lo),
-        hi=both(src.hi, dst.hi),
-        write=both(no, yes),
-        read=both(yes, add.astype(bool)),
-        instant=both(no, no),
-        invalidate=both(no, no),
+    pieces = [(operand, slice(None), False, False) for operand in validated.operands]
+    for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
+        pieces.append((dst, np.flatnonzero(op[dst.events] == kind), True, invalidate))
+    sizes = [len(access.events[at]) for access, at, _, _ in pieces]
+    total = 2 * count + sum(sizes)
+    rank = src.lo.shape[1]
+    ends = protocol.Ends(
+        event=np.empty(total, np.int64),
+        buffer=np.empty(total, np.int64),
+        lo=np.empty((total, rank), np.int64),
+        hi=np.empty((total, rank), np.int64),
+        write=np.zeros(total, bool),
+        read=np.zeros(total, bool),
+        instant=np.zeros(total, bool),
+        invalidate=np.zeros(total, bool),
     )
 
+    def put(rows, access: Access, at) -> None:
+        ends.event[rows] = access.events[at]
+        ends.buffer[rows] = access.buffer[at]
+        ends.lo[rows] = access.lo[at]
+        ends.hi[rows] = access.hi[at]
 
-def _instant_ends(access: Access, write: bool, invalidate: bool) -> protocol.Ends:
-    count = len(access.events)
-    return protocol.Ends(
-        event=access.events,
-        buffer=access.buffer,
-        lo=access.lo,
-        hi=access.hi,
-        write=np.full(count, write),
-        read=np.full(count, not write),
-        instant=np.ones(count, bool),
-        invalidate=np.full(count, invalidate),
+    put(slice(0, 2 * count, 2), src, slice(None))
+    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events))
+    ends.read[0 : 2 * count : 2] = True
+    ends.write[1 : 2 * count : 2] = True
+    ends.read[1 : 2 * count : 2] = add
+    first = 2 * count
+    for (access, at, write, invalidate), size in zip(pieces, sizes, strict=True):
+        rows = slice(first, first + size)
+        put(rows, access, at)
+        ends.write[rows], ends.read[rows] = write, not write
+        ends.instant[rows], ends.invalidate[rows] = True, invalidate
+        first += size
+    return ends
+
+
+def _without_boxes(validated: Validated) -> Validated:
+    """What the interpreter keeps of a validated stream once the protocol
+    has its rows: not the boxes of the ends, nor the trace's addresses
+    (the largest tables, needed no more)."""
+    empty = np.zeros((0, validated.src.lo.shape[1]), np.int64)
+
+    def slim(access: Access) -> Access:
+        return dataclasses.replace(access, lo=empty, hi=empty)
+
+    none = np.zeros(0, np.int64)
+    trace = dataclasses.replace(
+        validated.trace,
+        src_address=none,
+        dst_address=none,
+        operands=np.zeros((0, validated.trace.operands.shape[1]), np.int64),
+    )
+    return dataclasses.replace(
+        validated,
+        trace=trace,
+        src=slim(validated.src),
+        dst=slim(validated.dst),
+        operands=[slim(o) for o in validated.operands],
     )
 
 
