@@ -567,12 +567,12 @@ class Executable:
                 flats[i] = np.ascontiguousarray(view).reshape(-1)
             else:
                 np.copyto(views[i], array)
-        self._views = views
-        self._bound = self._stacks(flats)
         self._memory = [
             memoryview(flats[i].view(np.uint8)) if i in flats else None
             for i in range(len(self.stream.buffers))
         ]
+        self._views = views
+        self._bound = self._stacks(flats)
         self.execute()
         return {name: views[i] for name, i in self.params.items()}
 
