@@ -29,6 +29,7 @@ in signed integers, the maximum in unsigned ones and True in bool.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,11 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir import errors
-from copyir.compute import compile_expression, parse
+from copyir.compute import Operand, compile_expression, parse
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
 from copyir.stream import COMPUTE, INVALIDATE, START, WAIT, Buffer, Origin, Stream
+from copyir.tables import small_groups
 from copyir.validate import Access, Validated, validate_stream
 
 from . import coverage, protocol
@@ -48,6 +50,8 @@ from . import coverage, protocol
 POISON = 0xFF
 MODES = ("random", "eager", "on_wait")
 MAX_SEED = 2**63 - 1
+CHUNK = 1 << 15
+"""Steps executed per batch of Python integers (bounds their memory)."""
 
 
 # -- naming what the protocol reports ---------------------------------------------
@@ -121,17 +125,8 @@ def prepare(
     table = stream.instructions
     op = table["op"][trace.row].astype(np.int64)
     events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
-    src, dst = validated.src, validated.dst
-    at = np.searchsorted(dst.events, src.events)
-    add = table["add"][trace.row[src.events]]
-    parts = [_dma_ends(src, _subset(dst, at), add)]
-    for operand in validated.operands:
-        parts.append(_instant_ends(operand, write=False, invalidate=False))
-    for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
-        mine = np.flatnonzero(op[dst.events] == kind)
-        parts.append(
-            _instant_ends(_subset(dst, mine), write=True, invalidate=invalidate)
-        )
+    add = table["add"][trace.row[validated.src.events]].astype(bool)
+    ends = _protocol_ends(validated, op, add)
     layout = validated.layout
     memory = protocol.Memory(
         layout.shapes,
@@ -139,47 +134,77 @@ def prepare(
         np.array([b.param and b.name in provided for b in stream.buffers], bool),
         np.array([b.param for b in stream.buffers], bool),
     )
-    ends = protocol.Ends.concatenate(parts)
-    return Program(validated, events, ends, memory, _Namer(stream, trace))
+    validated = _without_boxes(validated)
+    return Program(validated, events, ends, memory, _Namer(stream, validated.trace))
 
 
-def _subset(access: Access, at: np.ndarray) -> Access:
-    return Access(*(getattr(access, f)[at] for f in Access.__dataclass_fields__))
-
-
-def _dma_ends(src: Access, dst: Access, add: np.ndarray) -> protocol.Ends:
-    """Two rows per DMA, its source then its destination."""
+def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
+    """The protocol's rows, filled in place (no part tables): two per DMA,
+    its source then its destination (read too when the DMA adds); then
+    each computation's operands (read), the computations' destinations
+    (written) and the invalidations' boxes (made unwritten), all instant."""
+    src, dst = validated.src, validated.dst
     count = len(src.events)
-
-    def both(a, b):
-        out = np.empty((2 * count, *a.shape[1:]), a.dtype)
-        out[0::2], out[1::2] = a, b
-        return out
-
-    no, yes = np.zeros(count, bool), np.ones(count, bool)
-    return protocol.Ends(
-        event=np.repeat(src.events, 2),
-        buffer=both(src.buffer, dst.buffer),
-        lo=both(src.lo, dst.lo),
-        hi=both(src.hi, dst.hi),
-        write=both(no, yes),
-        read=both(yes, add.astype(bool)),
-        instant=both(no, no),
-        invalidate=both(no, no),
+    pieces = [(operand, slice(None), False, False) for operand in validated.operands]
+    for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
+        pieces.append((dst, np.flatnonzero(op[dst.events] == kind), True, invalidate))
+    sizes = [len(access.events[at]) for access, at, _, _ in pieces]
+    total = 2 * count + sum(sizes)
+    rank = src.lo.shape[1]
+    ends = protocol.Ends(
+        event=np.empty(total, np.int64),
+        buffer=np.empty(total, np.int64),
+        lo=np.empty((total, rank), np.int64),
+        hi=np.empty((total, rank), np.int64),
+        write=np.zeros(total, bool),
+        read=np.zeros(total, bool),
+        instant=np.zeros(total, bool),
+        invalidate=np.zeros(total, bool),
     )
 
+    def put(rows, access: Access, at) -> None:
+        ends.event[rows] = access.events[at]
+        ends.buffer[rows] = access.buffer[at]
+        ends.lo[rows] = access.lo[at]
+        ends.hi[rows] = access.hi[at]
 
-def _instant_ends(access: Access, write: bool, invalidate: bool) -> protocol.Ends:
-    count = len(access.events)
-    return protocol.Ends(
-        event=access.events,
-        buffer=access.buffer,
-        lo=access.lo,
-        hi=access.hi,
-        write=np.full(count, write),
-        read=np.full(count, not write),
-        instant=np.ones(count, bool),
-        invalidate=np.full(count, invalidate),
+    put(slice(0, 2 * count, 2), src, slice(None))
+    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events))
+    ends.read[0 : 2 * count : 2] = True
+    ends.write[1 : 2 * count : 2] = True
+    ends.read[1 : 2 * count : 2] = add
+    first = 2 * count
+    for (access, at, write, invalidate), size in zip(pieces, sizes, strict=True):
+        rows = slice(first, first + size)
+        put(rows, access, at)
+        ends.write[rows], ends.read[rows] = write, not write
+        ends.instant[rows], ends.invalidate[rows] = True, invalidate
+        first += size
+    return ends
+
+
+def _without_boxes(validated: Validated) -> Validated:
+    """What the interpreter keeps of a validated stream once the protocol
+    has its rows: not the boxes of the ends, nor the trace's addresses
+    (the largest tables, needed no more)."""
+    empty = np.zeros((0, validated.src.lo.shape[1]), np.int64)
+
+    def slim(access: Access) -> Access:
+        return dataclasses.replace(access, lo=empty, hi=empty)
+
+    none = np.zeros(0, np.int64)
+    trace = dataclasses.replace(
+        validated.trace,
+        src_address=none,
+        dst_address=none,
+        operands=np.zeros((0, validated.trace.operands.shape[1]), np.int64),
+    )
+    return dataclasses.replace(
+        validated,
+        trace=trace,
+        src=slim(validated.src),
+        dst=slim(validated.dst),
+        operands=[slim(o) for o in validated.operands],
     )
 
 
@@ -317,6 +342,7 @@ class Executable:
         self._plan(program)
         self._views: dict[int, np.ndarray] = {}
         self._bound: list = []
+        self._memory: list = []
 
     @property
     def completions(self) -> list[tuple[int, int]]:
@@ -383,7 +409,7 @@ class Executable:
             per (kind, buffer) pair."""
             nb = len(self.stream.buffers)
             key = access.kind * nb + access.buffer
-            kinds, group = np.unique(key, return_inverse=True)
+            kinds, _, group = small_groups(key)
             numbers = []
             for k in kinds.tolist():
                 kind, buffer = divmod(k, nb)
@@ -395,7 +421,7 @@ class Executable:
                     index[sig] = len(self._signatures)
                     self._signatures.append(sig)
                 numbers.append(index[sig])
-            return np.array(numbers, np.int64)[group.reshape(-1)]
+            return np.array(numbers, np.int64)[group]
 
         src, dst = validated.src, validated.dst
         src_stack, dst_stack = stacks_of(src, "src"), stacks_of(dst, "dst")
@@ -415,40 +441,91 @@ class Executable:
         self._functions: list = []
         self._operands: list[list[tuple[int, int]]] = []
         computes = np.flatnonzero(table["op"][rows] == COMPUTE)
-        if not len(computes):
-            self._steps = moves
-            return
-        operands = validated.operands
-        operand_at = [np.searchsorted(o.events, computes) for o in operands]
-        operand_stacks = [stacks_of(o, "src") for o in operands]
-        numbers = {}
+        if len(computes):
+            steps = self._compute_steps(program, computes, stacks_of, dst_stack)
+            # Computations run at their event, moves after the event they
+            # follow.
+            key = np.concatenate([computes * 2, self._moments * 2 + 1])
+            order = np.argsort(key, kind="stable")
+            moves = np.concatenate([steps, moves])[order]
+        self._steps = self._contiguous_copies(moves)
+
+    def _contiguous_copies(self, steps: np.ndarray) -> np.ndarray:
+        """The steps with a sixth column: a copy between two boxes that are
+        each one run of consecutive elements (a block of rows, a window
+        slot) becomes kind 3, a copy of bytes between the buffers' flat
+        memory: (3, source buffer, its first byte, destination buffer, its
+        first byte, bytes). Executing one is a slice assignment of two
+        memoryviews, several times cheaper than `np.copyto` on two views
+        (the elements are the same bytes; copies keep every bit, NaNs
+        included)."""
+        count = len(self._signatures)
+        buffer = np.array([sig[0] for sig in self._signatures] + [0], np.int64)
+        item = np.array(
+            [BY_NAME[self.stream.buffers[b].dtype].itemsize for b in buffer], np.int64
+        )
+        length = np.array(
+            [_run_length(shape, strides) for _, shape, strides in self._signatures]
+            + [0],
+            np.int64,
+        )
+        out = np.zeros((len(steps), 6), np.int64)
+        out[:, :5] = steps
+        if not len(steps):
+            return out
+        kind, a, b, c, d = (steps[:, k] for k in range(5))
+        src, dst = np.where(kind == 0, a, count), np.where(kind == 0, c, count)
+        run = (length[src] > 0) & (length[src] == length[dst])
+        out[run, 0] = 3
+        out[run, 1], out[run, 2] = buffer[a[run]], b[run] * item[a[run]]
+        out[run, 3], out[run, 4] = buffer[c[run]], d[run] * item[c[run]]
+        out[run, 5] = length[a[run]] * item[a[run]]
+        return out
+
+    def _compute_steps(self, program: Program, computes, stacks_of, dst_stack):
+        """The steps of the computations (events `computes`), all at once:
+        a computation that only copies an operand (`$0`) is a copy (kind
+        0); any other is kind 2, with its function and the index of its
+        operands' (stack, offset) pairs in `_operands`."""
+        validated = program.validated
+        table = self.stream.instructions
+        number = table["compute"][program.trace.row[computes]].astype(np.int64)
+        specs = self.stream.computes
+        counts = np.array([0] + [len(c.operands) for c in specs], np.int64)
+        at = np.searchsorted(validated.dst.events, computes)
+        dst = np.stack([dst_stack[at], validated.dst.offset[at]], axis=1)
+        # Every computation's operands as (stack, offset) pairs; positions
+        # past its own count repeat its destination (never read).
+        pairs = np.repeat(dst[:, None, :], len(validated.operands), axis=1)
+        for k, operand in enumerate(validated.operands):
+            has = k < counts[number]
+            mine = np.searchsorted(operand.events, computes[has])
+            pairs[has, k, 0] = stacks_of(operand, "src")[mine]
+            pairs[has, k, 1] = operand.offset[mine]
+        copied = np.full(len(specs) + 1, -1, np.int64)
+        function = np.zeros(len(specs) + 1, np.int64)
+        kinds, first = np.unique(number, return_index=True)
+        for n, j in zip(kinds.tolist(), first.tolist(), strict=True):
+            expression = parse(specs[n - 1].expression)
+            if isinstance(expression, Operand):
+                copied[n] = expression.index
+                continue
+            function[n] = len(self._functions)
+            dtype = DTYPES[int(table["dtype"][program.trace.row[computes[j]]])].numpy
+            self._functions.append(compile_expression(expression, dtype))
         steps = np.zeros((len(computes), 5), np.int64)
-        for j, event in enumerate(computes.tolist()):
-            entry = table[rows[event]]
-            number = int(entry["compute"])
-            spec = self.stream.computes[number - 1]
-            if number not in numbers:
-                numbers[number] = len(self._functions)
-                dtype = DTYPES[int(entry["dtype"])].numpy
-                self._functions.append(
-                    compile_expression(parse(spec.expression), dtype)
-                )
-            self._operands.append(
-                [
-                    (
-                        int(operand_stacks[k][operand_at[k][j]]),
-                        int(operands[k].offset[operand_at[k][j]]),
-                    )
-                    for k in range(len(spec.operands))
-                ]
-            )
-            steps[j] = (2, numbers[number], j, 0, 0)
-        at = np.searchsorted(dst.events, computes)
-        steps[:, 3], steps[:, 4] = dst_stack[at], dst.offset[at]
-        # Computations run at their event, moves after the event they follow.
-        key = np.concatenate([computes * 2, self._moments * 2 + 1])
-        order = np.argsort(key, kind="stable")
-        self._steps = np.concatenate([steps, moves])[order]
+        steps[:, 3:] = dst
+        copy = copied[number] >= 0
+        steps[copy, 1:3] = pairs[np.flatnonzero(copy), copied[number[copy]]]
+        general = np.flatnonzero(~copy)
+        steps[general, 0] = 2
+        steps[general, 1] = function[number[general]]
+        steps[general, 2] = np.arange(len(general))
+        self._operands = [
+            list(zip(row[0::2], row[1::2], strict=True))
+            for row in pairs[general].reshape(len(general), 2 * pairs.shape[1]).tolist()
+        ]
+        return steps
 
     def _stacks(self, flats: dict[int, np.ndarray]) -> list[np.ndarray]:
         """One strided stack per signature: `stack[offset]` is the box of
@@ -490,9 +567,14 @@ class Executable:
                 flats[i] = np.ascontiguousarray(view).reshape(-1)
             else:
                 np.copyto(views[i], array)
+        self._memory = [
+            memoryview(flats[i].view(np.uint8)) if i in flats else None
+            for i in range(len(self.stream.buffers))
+        ]
         self._views = views
         self._bound = self._stacks(flats)
-        self.execute()
+        with np.errstate(all="ignore"):  # overflow and NaN are the semantics
+            self.execute()
         return {name: views[i] for name, i in self.params.items()}
 
     def _fresh_views(self) -> dict[int, np.ndarray]:
@@ -520,20 +602,38 @@ class Executable:
         """Move the data, in completion order, with the last run's inputs.
 
         `run` calls it; calling it again re-executes on memory as it is (what
-        the benchmarks time: the compiled stream alone).
+        the benchmarks time: the compiled stream alone). The steps are read
+        as Python integers a chunk at a time, so that their lists stay
+        small.
         """
         copyto, add_to = np.copyto, np.add
         stacks, functions, operands = self._bound, self._functions, self._operands
-        columns = (c.tolist() for c in self._steps.T)
-        for kind, a, b, c, d in zip(*columns, strict=True):
-            if kind == 0:
-                copyto(stacks[c][d], stacks[a][b])
-            elif kind == 1:
-                target = stacks[c][d]
-                add_to(target, stacks[a][b], out=target)
-            else:
-                args = [stacks[stack][offset] for stack, offset in operands[b]]
-                copyto(stacks[c][d], functions[a](args))
+        memory = self._memory
+        for first in range(0, len(self._steps), CHUNK):
+            columns = self._steps[first : first + CHUNK].T.tolist()
+            for kind, a, b, c, d, n in zip(*columns, strict=True):
+                if kind == 3:
+                    memory[c][d : d + n] = memory[a][b : b + n]
+                elif kind == 0:
+                    copyto(stacks[c][d], stacks[a][b])
+                elif kind == 1:
+                    target = stacks[c][d]
+                    add_to(target, stacks[a][b], out=target)
+                else:
+                    args = [stacks[stack][offset] for stack, offset in operands[b]]
+                    copyto(stacks[c][d], functions[a](args))
+
+
+def _run_length(shape: tuple, strides: tuple) -> int:
+    """The elements of a box of this shape and these strides when they are
+    one run of consecutive elements (dense, row-major), else 0."""
+    dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
+    step = 1
+    for n, s in reversed(dims):
+        if s != step:
+            return 0
+        step *= n
+    return step
 
 
 def _parallel_order(stream: Stream, mode: str, seed: int) -> dict[int, np.ndarray]:

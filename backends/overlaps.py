@@ -175,6 +175,19 @@ def _sorted(keys: np.ndarray, write: np.ndarray):
     return everyone, keys[everyone], writers, keys[writers]
 
 
+def _searched(all_keys, write_keys, key, write, order, side: str) -> np.ndarray:
+    """Each access's position of `key` among all accesses (for a write) or
+    among the writes (for a read): one search per access, not two, and
+    asked in sorted order when `order` sorts `key` (far fewer cache
+    misses on long tables)."""
+    order = np.arange(len(key)) if order is None else order
+    query, mine = key[order], write[order]
+    found = np.empty(len(key), np.int64)
+    found[order[mine]] = np.searchsorted(all_keys, query[mine], side=side)
+    found[order[~mine]] = np.searchsorted(write_keys, query[~mine], side=side)
+    return found
+
+
 def _by_time(accesses: Accesses) -> _Order:
     """Partners that begin while the anchor's window is open."""
     span = int(max(accesses.finish.max(), accesses.start.max())) + 2
@@ -182,16 +195,8 @@ def _by_time(accesses: Accesses) -> _Order:
     until = accesses.buffer * span + accesses.finish
     everyone, all_keys, writers, write_keys = _sorted(key, accesses.write)
     write = accesses.write
-    lo = np.where(
-        write,
-        np.searchsorted(all_keys, key, side="right"),
-        np.searchsorted(write_keys, key, side="right"),
-    )
-    hi = np.where(
-        write,
-        np.searchsorted(all_keys, until, side="left"),
-        np.searchsorted(write_keys, until, side="left"),
-    )
+    lo = _searched(all_keys, write_keys, key, write, everyone, "right")
+    hi = _searched(all_keys, write_keys, until, write, None, "left")
     return _Order("time", everyone, writers, lo, hi, write)
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.stream import START, WAIT
+from copyir.tables import group_rows
 
 from . import coverage, overlaps
 
@@ -335,78 +336,159 @@ def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
     """The first read, in program order, that no earlier write or input
     covers, and its first unwritten element (a global number).
 
-    Most reads are of an input, or of exactly the box an earlier DMA
-    wrote (a window slot, a block): those are settled for all reads at once
-    by hashing boxes; only the others replay their buffer's writes."""
-    reads = np.flatnonzero(ends.read & ~memory.provided[ends.buffer])
-    invalidated = np.unique(ends.buffer[ends.invalidate])
-    reads = np.union1d(
-        reads, np.flatnonzero(ends.read & np.isin(ends.buffer, invalidated))
-    )
-    if not reads.size:
+    Only reads of buffers that start unwritten, or that an invalidation
+    makes unwritten again, can fail. Each such buffer is settled by its
+    boxes when they allow it (`_by_boxes`: window slots, blocks), else by
+    replaying its events (`_by_replay`)."""
+    invalidated = np.zeros(len(memory.shapes), bool)
+    invalidated[ends.buffer[ends.invalidate]] = True
+    doubtful = ends.read & (~memory.provided[ends.buffer] | invalidated[ends.buffer])
+    if not doubtful.any():
         return None
-    writes = np.flatnonzero(ends.write & ~ends.invalidate)
-    keys = coverage.box_keys(ends.buffer, ends.lo, ends.hi)
-    order = writes[np.lexsort((ends.event[writes], keys[writes]))]
-    at = np.searchsorted(keys[order], keys[reads], side="left")
-    found = at < len(order)
-    candidate = order[np.minimum(at, max(len(order) - 1, 0))] if len(order) else at
-    if len(order):
-        found &= keys[candidate] == keys[reads]
-        found &= ends.event[candidate] < ends.event[reads]
-        found &= ends.buffer[candidate] == ends.buffer[reads]
-        found &= (ends.lo[candidate] == ends.lo[reads]).all(axis=1)
-        found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
-    # An invalidation may undo an earlier write: such buffers are replayed.
-    found &= ~np.isin(ends.buffer[reads], invalidated)
-    doubtful = reads[~found]
-    if not doubtful.size:
-        return None
-    return _replay(ends, memory, doubtful, writes)
-
-
-def _replay(ends: Ends, memory: Memory, doubtful, writes) -> tuple[int, int] | None:
-    """Replay, for each buffer with a doubtful read, its writes,
-    invalidations and those reads in program order over an interval set
-    (inputs written whole first)."""
-    bases = memory.bases
+    writing = ends.write & ~ends.invalidate
+    # Rows by buffer, each buffer's rows in row order; reads that cannot
+    # fail play no part.
+    rows = np.flatnonzero(doubtful | ends.write)
+    rows = rows[np.argsort(ends.buffer[rows], kind="stable")]
+    edges = np.flatnonzero(np.diff(ends.buffer[rows])) + 1
     best = None
-    for buffer in np.unique(ends.buffer[doubtful]):
-        mine_w = writes[ends.buffer[writes] == buffer]
-        mine_r = doubtful[ends.buffer[doubtful] == buffer]
-        mine_i = np.flatnonzero(ends.invalidate & (ends.buffer == buffer))
-        rows = np.concatenate([mine_r, mine_w, mine_i])
-        runs = coverage.box_runs(
-            memory.shapes,
-            memory.strides,
-            bases,
-            ends.buffer[rows],
-            ends.lo[rows],
-            ends.hi[rows],
-        )
-        owner = rows[runs.owner]
-        # At one event, reads come first: a DMA that adds, or a computation
-        # that updates its destination, reads it before it writes it.
-        kind = np.where(runs.owner < len(mine_r), 0, 1)
-        order = np.lexsort((runs.lo, kind, ends.event[owner]))
-        written = coverage.IntervalSet()
-        if memory.provided[buffer]:
-            base = int(bases[buffer])
-            written.add(base, base + int(np.prod(memory.shapes[buffer])))
-        for k in order:
-            lo, hi = int(runs.lo[k]), int(runs.hi[k])
-            if kind[k] == 0:
-                missing = written.first_missing(lo, hi)
-                if missing is not None:
-                    found = (int(ends.event[owner[k]]), int(owner[k]), missing)
-                    if best is None or found < best:
-                        best = found
-                    break
-            elif ends.invalidate[owner[k]]:
-                written.remove(lo, hi)
-            else:
-                written.add(lo, hi)
+    for mine in np.split(rows, edges):
+        reads = mine[doubtful[mine]]
+        if not reads.size:
+            continue
+        buffer = int(ends.buffer[mine[0]])
+        writes, invalid = mine[writing[mine]], mine[ends.invalidate[mine]]
+        found = _by_boxes(ends, memory, buffer, reads, writes, invalid)
+        if found is _MIXED:
+            found = _by_replay(ends, memory, buffer, reads, writes, invalid)
+        if found is not None and (best is None or found < best):
+            best = found
     return None if best is None else (best[1], best[2])
+
+
+def _by_replay(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
+    """`_replay_buffer`, spared the reads of exactly the box an earlier
+    write wrote when nothing in the buffer is invalidated (those stay
+    covered): (event, row, first unwritten element), or None."""
+    if not invalid.size:
+        read_keys = coverage.box_keys(
+            ends.buffer[reads], ends.lo[reads], ends.hi[reads]
+        )
+        keys = coverage.box_keys(ends.buffer[writes], ends.lo[writes], ends.hi[writes])
+        sort = np.lexsort((ends.event[writes], keys))
+        order, keys = writes[sort], keys[sort]
+        at = np.minimum(np.searchsorted(keys, read_keys), max(len(order) - 1, 0))
+        found = np.zeros(len(reads), bool)
+        if len(order):
+            candidate = order[at]
+            found = keys[at] == read_keys
+            found &= ends.event[candidate] < ends.event[reads]
+            found &= (ends.lo[candidate] == ends.lo[reads]).all(axis=1)
+            found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
+        reads = reads[~found]
+        if not reads.size:
+            return None
+    return _replay_buffer(ends, memory, buffer, reads, writes, invalid)
+
+
+def _box_keys(ends: Ends, rows: np.ndarray) -> np.ndarray:
+    return coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
+
+
+_MIXED = object()
+"""`_by_boxes`' answer for a buffer whose boxes partly overlap."""
+
+
+def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
+    """The replay's answer for one buffer, without replaying, when its
+    distinct boxes are pairwise identical or disjoint (window slots,
+    blocks): then each box lives on its own, and a read of it is covered
+    exactly when the last write or invalidation of that box before the
+    read's event is a write (or, with none, when the buffer is an input).
+    Returns (event, row, first unwritten element), None, or `_MIXED`.
+
+    The replay visits an event's reads before its writes, and the runs of
+    one event in order of position; a wholly unwritten box's first
+    unwritten element is its first element, so the first failing read is
+    the least (event, first element, row)."""
+    rows = np.concatenate([reads, writes, invalid])
+    kinds, box = _distinct_boxes(ends, rows)
+    shapes, strides, bases = memory.shapes, memory.strides, memory.bases
+    runs = coverage.box_runs(
+        shapes,
+        strides,
+        bases,
+        ends.buffer[kinds],
+        ends.lo[kinds],
+        ends.hi[kinds],
+    )
+    lo = np.sort(runs.lo)
+    hi = runs.hi[np.argsort(runs.lo, kind="stable")]
+    if (hi[:-1] > lo[1:]).any():
+        return _MIXED
+    # Per box, in program order: reads (0) before writes (1) before
+    # invalidations (2) at one event, as the replay orders them.
+    role = np.repeat(np.arange(3), [len(reads), len(writes), len(invalid)])
+    event = ends.event[rows]
+    order = np.lexsort((np.arange(len(rows)), role, event, box))
+    role, box = role[order], box[order]
+    position = np.arange(len(order))
+    last = np.maximum.accumulate(np.where(role > 0, position, -1))
+    mine = role == 0
+    before = last[mine]
+    known = before >= 0
+    known[known] = box[before[known]] == box[mine][known]
+    provided = bool(memory.provided[buffer])
+    covered = np.where(known, role[np.maximum(before, 0)] == 1, provided)
+    failing = rows[order[mine][~covered]]
+    if not failing.size:
+        return None
+    first = bases[buffer] + (ends.lo[failing] * strides[buffer]).sum(axis=1)
+    at = np.lexsort((failing, first, ends.event[failing]))[0]
+    return int(ends.event[failing[at]]), int(failing[at]), int(first[at])
+
+
+def _distinct_boxes(ends: Ends, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct boxes among rows (of one buffer): a row of each, and
+    each row's box number."""
+    first, kind = group_rows(np.concatenate([ends.lo[rows], ends.hi[rows]], axis=1))
+    return rows[first], kind
+
+
+def _replay_buffer(ends: Ends, memory: Memory, buffer: int, mine_r, mine_w, mine_i):
+    """Replay one buffer's writes, invalidations and doubtful reads in
+    program order over an interval set (an input written whole first):
+    (event, row, first unwritten element) of the first read not covered."""
+    bases = memory.bases
+    rows = np.concatenate([mine_r, mine_w, mine_i])
+    runs = coverage.box_runs(
+        memory.shapes,
+        memory.strides,
+        bases,
+        ends.buffer[rows],
+        ends.lo[rows],
+        ends.hi[rows],
+    )
+    owner = rows[runs.owner]
+    # At one event, reads come first: a DMA that adds, or a computation
+    # that updates its destination, reads it before it writes it.
+    kind = np.where(runs.owner < len(mine_r), 0, 1)
+    order = np.lexsort((runs.lo, kind, ends.event[owner]))
+    written = coverage.IntervalSet()
+    if memory.provided[buffer]:
+        base = int(bases[buffer])
+        written.add(base, base + int(np.prod(memory.shapes[buffer])))
+    for k in order:
+        lo, hi = int(runs.lo[k]), int(runs.hi[k])
+        if kind[k] == 0:
+            missing = written.first_missing(lo, hi)
+            if missing is not None:
+                return int(ends.event[owner[k]]), int(owner[k]), missing
+        elif ends.invalidate[owner[k]]:
+            written.remove(lo, hi)
+        else:
+            written.add(lo, hi)
+    return None
 
 
 def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRError:

@@ -64,7 +64,9 @@ from copyir.dialects.copy import (
     DmaOp,
     ForOp,
     IndexOp,
+    InvalidateOp,
     KernelOp,
+    PipelineOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
@@ -72,6 +74,7 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     WhenOp,
+    WindowOp,
     describe,
 )
 from copyir.errors import CopyIRError
@@ -314,37 +317,14 @@ class CopyReference(InterpreterFunctions):
     def block_index(
         self, op: BufferedCopyOp, plan: _WindowPlan, indices: Sequence[int]
     ) -> list[int | slice]:
-        """The numpy index of the block: `Blocked(b)` rows b*i up to b*(i+1)
-        (numpy cuts the last one at the array's end), `Element(b)` rows i up
-        to i+b (cut likewise), squeezed dimensions indexed."""
-        index: list[int | slice] = []
-        for dim, ((kind, size), i, extent) in enumerate(
-            zip(plan.blocks, indices, plan.shape, strict=True)
-        ):
-            start = i * size if kind == BLOCKED else i
-            if i < 0 or start >= extent:
-                self.block_error(op, plan, indices, dim)
-            index.append(i if kind == SQUEEZED else slice(start, start + size))
+        """The numpy index of the block (see `block_slices`)."""
+        index = block_slices(plan.blocks, plan.shape, indices)
+        if isinstance(index, int):
+            message = block_error(
+                describe(op.bref), plan.blocks, plan.shape, indices, index
+            )
+            raise self.fail(op, message)
         return index
-
-    def block_error(
-        self, op: BufferedCopyOp, plan: _WindowPlan, indices: Sequence[int], dim: int
-    ):
-        name, i = describe(op.bref), indices[dim]
-        (kind, size), extent = plan.blocks[dim], plan.shape[dim]
-        if i < 0:
-            expr = f"{name}[{', '.join(map(str, indices))}]"
-            message = errors.NEGATIVE_INDEX.format(index=i, expr=expr)
-        elif kind == ELEMENT:
-            message = errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
-                index=i, dim=dim, bref=name, extent=extent
-            )
-        else:
-            blocks = extent if kind == SQUEEZED else -(-extent // size)
-            message = errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
-                index=i, dim=dim, bref=name, extent=blocks
-            )
-        raise self.fail(op, message)
 
     @impl(ForOp)
     def run_for(self, interpreter: Interpreter, op: ForOp, args: PythonValues):
@@ -380,6 +360,70 @@ class CopyReference(InterpreterFunctions):
             copy(src, dst, add)
         return ()
 
+    @impl(WindowOp)
+    def run_window(self, interpreter: Interpreter, op: WindowOp, args: PythonValues):
+        slot, buffers = self.plan(
+            op, lambda: (op.slot_value, op.bref.type.buffers.data)
+        )
+        if not isinstance(slot, int):
+            slot = args[1]
+        if not 0 <= slot < buffers:
+            message = errors.SLOT_OUT_OF_RANGE.format(
+                slot=slot, bref=describe(op.bref), buffers=buffers
+            )
+            raise self.fail(op, message)
+        return (args[0][slot, ...],)
+
+    @impl(InvalidateOp)
+    def run_invalidate(self, interpreter: Interpreter, op: InvalidateOp, args):
+        return ()  # unwritten memory matters to the checker, not to the values
+
+    @impl(PipelineOp)
+    def run_pipeline(self, interpreter: Interpreter, op: PipelineOp, args):
+        """`emit_pipeline` by what it means, not by its schedule: at each
+        grid point, row-major, an input's window holds its current block
+        (fetched when the block changes), the body runs, and an output's
+        window goes back to its block when the next step's block differs or
+        at the last step; an output window starts poisoned at each first
+        visit and persists while its block stays, so revisits accumulate."""
+        specs: list[_PipelineSpec] = self.plan(op, lambda: _PipelineSpec.of(op))
+        windows = [poisoned(spec.window) for spec in specs]
+        frame: list[Any] = [op, ()]
+        self.loops.append(frame)
+        points = list(itertools.product(*(range(n) for n in op.grid_shape)))
+        blocks = [[spec.index_map.eval(p, ()) for p in points] for spec in specs]
+        for step, point in enumerate(points):
+            frame[1] = point
+            parts = []
+            for number, spec in enumerate(specs):
+                part = args[number][self.pipeline_block(op, spec, blocks[number][step])]
+                parts.append(part)
+                if step and blocks[number][step] == blocks[number][step - 1]:
+                    continue  # the block stays: so does its window
+                windows[number][...] = poisoned(spec.window)
+                if not spec.output:
+                    windows[number][tuple(slice(0, n) for n in part.shape)] = part
+            self.run_block(interpreter, op.body.block, (*windows, *point))
+            for number, spec in enumerate(specs):
+                last = step + 1 == len(points)
+                if spec.output and (
+                    last or blocks[number][step + 1] != blocks[number][step]
+                ):
+                    part = parts[number]
+                    part[...] = windows[number][tuple(slice(0, n) for n in part.shape)]
+        self.loops.pop()
+        return ()
+
+    def pipeline_block(
+        self, op: PipelineOp, spec: _PipelineSpec, indices: Sequence[int]
+    ) -> tuple:
+        """The numpy index of an operand's block (see `block_slices`)."""
+        index = block_slices(spec.blocks, spec.shape, indices)
+        if isinstance(index, int):
+            message = block_error(spec.name, spec.blocks, spec.shape, indices, index)
+            raise self.fail(op, message)
+        return (*index, ...)
+
     @impl(ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: ComputeOp, args):
         expression = self.plan(op, lambda: parse(op.expression.data))
@@ -387,6 +431,46 @@ class CopyReference(InterpreterFunctions):
         with np.errstate(all="ignore"):  # overflow and NaN are the semantics
             dst[...] = evaluate(expression, args[1:], dst.dtype)
         return ()
+
+
+def block_slices(
+    blocks: Sequence[tuple[str, int]], shape: Sequence[int], indices: Sequence[int]
+) -> list[int | slice] | int:
+    """The numpy index of a block: `Blocked(b)` rows b*i up to b*(i+1)
+    (numpy cuts the last one at the array's end), `Element(b)` rows i up to
+    i+b (cut likewise), squeezed dimensions indexed; or the first dimension
+    whose index falls outside the array."""
+    index: list[int | slice] = []
+    for dim, ((kind, size), i, extent) in enumerate(
+        zip(blocks, indices, shape, strict=True)
+    ):
+        start = i * size if kind == BLOCKED else i
+        if i < 0 or start >= extent:
+            return dim
+        index.append(i if kind == SQUEEZED else slice(start, start + size))
+    return index
+
+
+def block_error(
+    name: str,
+    blocks: Sequence[tuple[str, int]],
+    shape: Sequence[int],
+    indices: Sequence[int],
+    dim: int,
+) -> str:
+    """The message for block indices whose `dim` falls outside the array."""
+    i, (kind, size), extent = indices[dim], blocks[dim], shape[dim]
+    if i < 0:
+        expr = f"{name}[{', '.join(map(str, indices))}]"
+        return errors.NEGATIVE_INDEX.format(index=i, expr=expr)
+    if kind == ELEMENT:
+        return errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
+            index=i, dim=dim, bref=name, extent=extent
+        )
+    count = extent if kind == SQUEEZED else -(-extent // size)
+    return errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
+        index=i, dim=dim, bref=name, extent=count
+    )
 
 
 def _view_plan(op: ViewOp) -> tuple[tuple, list[tuple[int, int, bool, int]]]:
@@ -443,6 +527,35 @@ class _WindowPlan:
             blocks=tuple((b.kind.data, b.size.data) for b in type.block_dims),
             shape=shape,
         )
+
+
+@dataclass(frozen=True)
+class _PipelineSpec:
+    """One operand of a pipeline, read once: direction, block, index map and
+    the window's type."""
+
+    name: str
+    output: bool
+    blocks: tuple[tuple[str, int], ...]
+    shape: tuple[int, ...]
+    index_map: Any
+    window: RefType
+
+    @classmethod
+    def of(cls, op: PipelineOp) -> list[_PipelineSpec]:
+        return [
+            cls(
+                name=describe(ref),
+                output=output,
+                blocks=tuple((b.kind.data, b.size.data) for b in bref.block_dims),
+                shape=bref.get_shape(),
+                index_map=index_map.data,
+                window=window.type,
+            )
+            for (ref, output, bref, index_map), window in zip(
+                op.specs(), op.windows, strict=True
+            )
+        ]
 
 
 def run_reference(

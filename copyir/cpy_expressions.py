@@ -340,6 +340,11 @@ def computation(
     if kind in ("int", "float"):
         return Literal(str(children[0]))
     if kind == "operand":
+        if is_bare_name(tree) and str(children[0]) in _FLOAT_WORDS:
+            try:  # a ref of that name comes first; else the float itself
+                source.lookup(children[0])
+            except CopyIRError:
+                return Literal(str(children[0]))
         return Operand(operand(tree))
     if kind == "parens":
         return computation(source, children[0], operand, depth + 1)
@@ -369,6 +374,11 @@ def computation(
     raise source.error(
         tree, errors.COMPUTE_OPERATOR.format(what=what, expr=source.source(tree))
     )
+
+
+_FLOAT_WORDS = ("nan", "inf")
+"""Float literals a computation may name (as `jnp.nan`, `jnp.inf`): the
+printer writes them for the padding of a cut block."""
 
 
 def _operands(tree: Tree) -> list[Tree | Token]:

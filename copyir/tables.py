@@ -32,3 +32,26 @@ def group_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         )
         kind = kind.reshape(-1)
     return first, kind
+
+
+def small_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct values of non-negative integer keys, sorted, as
+    `np.unique(key, return_inverse=True)` gives them, plus one row of
+    each (any row): (values, a row of each, the group of every row).
+    Keys that span a range not much larger than their count (instruction
+    rows times buffers) are counted in a table instead of sorted."""
+    if not len(key):
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    top = int(key.max())
+    if key.min() < 0 or top > 4 * len(key) + 1024:
+        values, first, group = np.unique(key, return_index=True, return_inverse=True)
+        return values, first, group.reshape(-1)
+    present = np.zeros(top + 1, bool)
+    present[key] = True
+    values = np.flatnonzero(present)
+    number = np.cumsum(present) - 1
+    group = number[key]
+    first = np.empty(len(values), np.int64)
+    first[group] = np.arange(len(key))
+    return values, first, group

@@ -35,7 +35,7 @@ from copyir.expand import Trace, expand
 from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
-from copyir.tables import group_rows
+from copyir.tables import group_rows, small_groups
 from copyir.target import BUILTIN
 
 LIMIT = 1 << 62
@@ -690,31 +690,29 @@ def _boxes(layout: Layout, buffer, offset, shape, strides, kinds=None):
     boxes. The mapping of DMA dimensions onto buffer dimensions depends only
     on the buffer and the DMA's shape and strides, so it is worked out once
     per distinct combination and applied to all its ends at once."""
-    count = len(buffer)
-    bshape, bstrides = layout.shapes[buffer], layout.strides[buffer]
-    start = (offset[:, None] // bstrides) % bshape
-    lo, hi = start.copy(), start + 1
-    not_box = np.zeros(count, bool)
+    bshape = layout.shapes[buffer]
+    lo = (offset[:, None] // layout.strides[buffer]) % bshape
     if kinds is None:  # no kinds given: group by the fields themselves
         _, kinds = group_rows(np.concatenate([shape, strides], axis=1))
     key = kinds.astype(np.int64) * len(layout.buffers) + buffer
-    firsts, group = np.unique(key, return_index=True, return_inverse=True)[1:]
-    group = group.reshape(-1)
-    order = np.argsort(group, kind="stable")
-    bounds = np.searchsorted(group[order], np.arange(len(firsts) + 1))
-    for number, row in enumerate(firsts):
-        members = order[bounds[number] : bounds[number + 1]]
+    _, firsts, group = small_groups(key)
+    # Per combination: the extent along each buffer dimension, whether it
+    # must start at 0 there, and whether it is no box at all.
+    extent = np.ones((len(firsts), lo.shape[1]), np.int64)
+    from_zero = np.zeros((len(firsts), lo.shape[1]), bool)
+    never = np.zeros(len(firsts), bool)
+    for number, row in enumerate(firsts.tolist()):
         extents = _dimension_extents(
             layout.buffers[buffer[row]].shape, shape[row], strides[row]
         )
         if extents is None:
-            not_box[members] = True
+            never[number] = True
             continue
-        for dim, (extent, from_zero) in extents.items():
-            hi[members, dim] = lo[members, dim] + extent
-            if from_zero:
-                not_box[members] |= lo[members, dim] != 0
-        not_box[members] |= (hi[members] > bshape[members]).any(axis=1)
+        for dim, (size, zero) in extents.items():
+            extent[number, dim], from_zero[number, dim] = size, zero
+    hi = lo + extent[group]
+    not_box = never[group] | (from_zero[group] & (lo != 0)).any(axis=1)
+    not_box |= (hi > bshape).any(axis=1)
     return lo, hi, not_box
 
 

@@ -13,7 +13,12 @@ asynchronous one. Per dimension, for block index i:
 - squeezed: element i, and the dimension is dropped;
 
 and the window slice is [slot, 0:size, ...] over the kept dimensions. With
-trivial windowing the whole ref is copied to or from the slot.
+trivial windowing the whole ref is copied to or from the slot. A cut block
+copied in leaves the rest of its slot as padding, which a body may read
+(an elementwise body computes on whole windows, and the padding of its
+result is never written back): the copy marks the padding written, with
+poison (NaN, or all ones for integers), as Pallas' interpret mode pads
+uninitialised memory with NaN.
 
 Block indices and the slot may be index values inside loops. Shapes stay
 static: where a block's size depends on its index (the ragged last block
@@ -36,6 +41,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     IndexType,
     ModuleOp,
+    StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -63,6 +69,7 @@ from copyir.dialects.copy import (
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
+    ComputeOp,
     DmaOp,
     IndexOp,
     SemaphoreOp,
@@ -77,6 +84,7 @@ from copyir.dialects.copy import (
     set_name,
     view_result_type,
 )
+from copyir.dtypes import DType
 from copyir.locations import with_detail
 
 Start = int | SSAValue
@@ -255,7 +263,56 @@ class ExpandBufferedCopy(RewritePattern):
                     location=location,
                 )
             )
+        if op.copy_in and "start" in actions:
+            ops += self.padding(op, type, slot, case, location)
         return ops
+
+    def padding(self, op, type: BufferedRefType, slot, case, location) -> list:
+        """Poison written to the part of the slot a cut block leaves: one
+        slab per cut dimension (the dimensions before it cut, those after
+        it whole)."""
+        literal = poison_literal(type.window_type.dtype)
+        if literal is None:
+            return []
+        kept = [
+            (block.size.data, size)
+            for block, size in zip(type.block_dims, case.sizes, strict=True)
+            if block.kind.data != SQUEEZED
+        ]
+        ops: list[Operation] = []
+        for cut, (full, size) in enumerate(kept):
+            if size == full:
+                continue
+            window = [(slot, 1, True)]
+            for dim, (whole, valid) in enumerate(kept):
+                if dim < cut:
+                    window.append((0, valid, False))
+                elif dim == cut:
+                    window.append((valid, whole - valid, False))
+                else:
+                    window.append((0, whole, False))
+            slab = _view(self.windows[op.bref], window, location)
+            ops += [
+                slab,
+                ComputeOp.create(
+                    operands=[slab.results[0]],
+                    properties={"expression": StringAttr(literal)},
+                    location=location,
+                ),
+            ]
+        return ops
+
+
+def poison_literal(dtype: DType) -> str | None:
+    """A computation's literal for padding: NaN, or all ones for integers
+    (None for bool, which has no poison value to write)."""
+    if dtype.name.startswith(("f", "bf")):
+        return "nan"
+    if dtype.name.startswith("i"):
+        return "-1"
+    if dtype.name.startswith("u"):
+        return str((1 << (8 * dtype.itemsize)) - 1)
+    return None
 
 
 def _detail(indices: Sequence[Start], slot: Start) -> str:

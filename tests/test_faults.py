@@ -4,7 +4,9 @@ The lowered streams of the examples are mutated the ways DMA programs go
 wrong: a wait dropped, two semaphores swapped, a wait shrunk, two in-flight
 DMAs made to overlap, a window shifted out of bounds. An oracle written
 independently of the interpreter (plain sets of byte addresses, DESIGN's
-rule followed literally) decides what each mutant is. The interpreter must
+rule followed literally; a computation reads its operands and writes its
+destination at once, as the padding of a cut block does) decides what each
+mutant is. The interpreter must
 report every mutant that breaks the protocol, with the same kind of error,
 and no mutant that is still correct; a mutant it accepts must give the same
 outputs in every completion mode.
@@ -23,7 +25,7 @@ from copyir.backends.interpreter import MODES, fill_inputs
 import copyir
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError
-from copyir.stream import SPACES, START, WAIT, Stream
+from copyir.stream import COMPUTE, SPACES, START, WAIT, Stream
 
 EXAMPLE_NAMES = [
     "manual",
@@ -101,7 +103,14 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
     for row, entry in enumerate(stream.instructions):
         if entry["op"] == WAIT:
             continue
-        ends = [end_problem(stream, entry, end) for end in ("src", "dst")]
+        if entry["op"] == COMPUTE:  # its operands' boxes, then its destination
+            ends = [
+                end_problem(stream, operand_entry(entry, operand), "src")
+                for operand in stream.computes[int(entry["compute"]) - 1].operands
+            ]
+            ends.append(end_problem(stream, entry, "dst"))
+        else:
+            ends = [end_problem(stream, entry, end) for end in ("src", "dst")]
         for problem in ends:
             if isinstance(problem, str):
                 return problem
@@ -130,6 +139,21 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
                     in_flight.remove(dma)
                     written[dma[3]][dma[4]] = True
             continue
+        if entry["op"] == COMPUTE:  # at once: reads its operands, writes
+            *operands, (dst_space, dst) = ends_of[row]
+            for space, addresses in [*operands, (dst_space, dst)]:
+                for dma in in_flight:  # nothing in flight may touch them
+                    if (dma[3] == space and np.intersect1d(dma[4], addresses).size) or (
+                        (space, addresses) == (dst_space, dst)
+                        and dma[1] == space
+                        and np.intersect1d(dma[2], addresses).size
+                    ):
+                        return "race"
+            for space, addresses in operands:
+                if not written[space][addresses].all():
+                    return "uninitialized"
+            written[dst_space][dst] = True
+            continue
         (src_space, src), (dst_space, dst) = ends_of[row]
         if src_space == dst_space and np.intersect1d(src, dst).size:
             return "self overlap"
@@ -151,6 +175,15 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
     return "leftovers" if in_flight else None
 
 
+def operand_entry(entry, operand) -> np.ndarray:
+    """A computation's operand as an instruction's source end."""
+    fake = entry.copy()
+    fake["src_space"] = SPACES.index(operand.space)
+    fake["src_address"] = operand.address
+    fake["src_strides"][: len(operand.strides)] = operand.strides
+    return fake
+
+
 def category(err: CopyIRError) -> str:
     text = str(err)
     for prefix, name in (
@@ -158,6 +191,7 @@ def category(err: CopyIRError) -> str:
         ("Wait on semaphore", "unsatisfiable"),
         ("The program ends", "leftovers"),
         ("DMA reads", "uninitialized"),
+        ("Computation reads", "uninitialized"),
     ):
         if text.startswith(prefix):
             return name

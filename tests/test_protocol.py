@@ -13,6 +13,8 @@ import pytest
 from conftest import EXAMPLES
 from copyir.backends import overlaps, protocol
 from copyir.backends.interpreter import MODES, Executable, check_stream, fill_inputs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copyir
 from copyir import errors
@@ -407,3 +409,58 @@ def test_verify_protocol_finds_races_without_inputs(tmp_path, capsys):
 @pytest.mark.parametrize("name", ["double_buffer", "windows", "manual", "roundtrip"])
 def test_verify_protocol_accepts_the_examples(name):
     assert main(["verify", "--protocol", str(EXAMPLES / f"{name}.cpy")]) == 0
+
+
+# -- uninitialised reads by boxes, against the replay ------------------------------
+
+
+def box_table(events, provided: bool) -> tuple[protocol.Ends, protocol.Memory]:
+    """One (4, 6) buffer's accesses: (event, role, box) with role 0 a read,
+    1 a write, 2 an invalidation, and box a (lo, hi) pair per dimension."""
+    count = len(events)
+    lo = np.array([[b[0][0], b[1][0]] for _, _, b in events], np.int64).reshape(-1, 2)
+    hi = np.array([[b[0][1], b[1][1]] for _, _, b in events], np.int64).reshape(-1, 2)
+    role = np.array([r for _, r, _ in events], np.int64)
+    ends = protocol.Ends(
+        event=np.array([e for e, _, _ in events], np.int64),
+        buffer=np.zeros(count, np.int64),
+        lo=lo,
+        hi=hi,
+        write=role > 0,
+        read=role == 0,
+        instant=np.ones(count, bool),
+        invalidate=role == 2,
+    )
+    memory = protocol.Memory(
+        np.array([[4, 6]]), np.array([[6, 1]]), np.array([provided]), np.array([True])
+    )
+    return ends, memory
+
+
+SLOTS = [((0, 2), (0, 3)), ((0, 2), (3, 6)), ((2, 4), (0, 6)), ((1, 3), (2, 5))]
+"""The first three are disjoint; the last overlaps each of them."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 12), st.integers(0, 2), st.sampled_from(range(len(SLOTS)))
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_reads_settled_by_boxes_agree_with_the_replay(events, provided):
+    events = [(e, r, SLOTS[b]) for e, r, b in events]
+    ends, memory = box_table(events, provided)
+    rows = np.arange(len(events))
+    reads, writes = rows[ends.read], rows[ends.write & ~ends.invalidate]
+    invalid = rows[ends.invalidate]
+    by_boxes = protocol._by_boxes(ends, memory, 0, reads, writes, invalid)
+    replayed = protocol._replay_buffer(ends, memory, 0, reads, writes, invalid)
+    if any(b == SLOTS[3] for _, _, b in events) and len({b for _, _, b in events}) > 1:
+        assert by_boxes is protocol._MIXED
+    else:
+        assert by_boxes == replayed

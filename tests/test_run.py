@@ -552,3 +552,14 @@ def test_each_example_runs_with_its_inputs(path, tmp_path, capsys):
                     mode,
                     name,
                 )
+
+
+def test_a_computation_that_only_copies_runs_as_a_copy():
+    """Every computation `yw[...] = xw[slot]` is planned as a copy step (no
+    general computation is left), in every mode."""
+    text = (EXAMPLES / "loop_compute.cpy").read_text()
+    text = text.replace("yw[...] = 2.0 * xw[slot] + 1.0", "yw[...] = xw[slot]")
+    x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    for mode in MODES:
+        out = copyir.run(copyir.parse(text, "copy.cpy"), {"x": x}, mode=mode)
+        assert np.array_equal(out["y"], x)

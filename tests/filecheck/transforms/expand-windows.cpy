@@ -14,6 +14,9 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   # CHECK-NEXT: [[W:v[0-9]+]] = bx[1, 0:104, :]  # block (7, 2) slot 1
   # CHECK-NEXT: copy_start [[A]] -> [[W]], [[S]]  # block (7, 2) slot 1
   # CHECK-NEXT: copy_wait [[A]] -> [[W]], [[S]]  # block (7, 2) slot 1
+  # The rest of the slot is padding a body may read: poison (NaN) is
+  # written there, as Pallas' interpret mode pads with NaN.
+  # CHECK-NEXT: bx[1, 104:128, :] = nan  # block (7, 2) slot 1
   buffered_copy x -> bx[7, 2], slot=1
   # Copy-out reverses the DMA.
   # CHECK-NEXT: [[T:v[0-9]+]] = semaphore  # block (0, 0) slot 0
@@ -32,6 +35,7 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   # Element offsets near the end copy what is left: 360:384, window [0, 0:24].
   # CHECK: = x[7, 360:384]  # block (7, 360) slot 0
   # CHECK-NEXT: = rows[0, 0:24]  # block (7, 360) slot 0
+  # CHECK: rows[0, 24:48] = nan  # block (7, 360) slot 0
   buffered_copy x -> rows[7, 360]
 
   # Trivial windowing: the whole array to or from the slot.
