@@ -83,7 +83,8 @@ def test_every_instruction_leads_back_to_its_statement(path):
         line = source[origin.loc.line - 1][origin.loc.col - 1 :]
         if stream.instructions["op"][i] == COMPUTE:
             # `y[...] = ...`, `acc += xw`, or the padding a cut block leaves
-            computation = r"\w+(\[[^\]]*\])*\s*[-+*/]?=|buffered_copy\b"
+            # (a window copy's, or a pipeline's)
+            computation = r"\w+(\[[^\]]*\])*\s*[-+*/]?=|(buffered_copy|pipeline)\b"
             assert re.match(computation, line), line
             continue
         dma = (

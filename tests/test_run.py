@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, PIPELINE_EXAMPLES, ROOT, VALID_EXAMPLES
+from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
 from copyir.backends.interpreter import MODES, Executable, fill_inputs
 from copyir.backends.reference import run_reference
 from hypothesis import HealthCheck, given, settings
@@ -20,38 +20,6 @@ from copyir.errors import CopyIRError
 from copyir.expectations import expectations
 
 RUN_ERRORS = sorted((EXAMPLES / "invalid" / "run").glob("*.*"))
-
-
-def _reference_runs_pipelines() -> bool:
-    """Whether the reference path has `copy.pipeline` (until it does, its
-    example tests expect the pipeline examples to fail)."""
-    from xdsl.utils.exceptions import InterpretationError
-
-    path = EXAMPLES / "pipeline_element.cpy"
-    kernel = copyir.parse(path.read_text(), str(path)).ops.first
-    try:
-        run_reference(kernel, {"x": np.zeros((40, 128), np.float32)})
-    except InterpretationError:
-        return False
-    return True
-
-
-REFERENCE_EXAMPLES = [
-    pytest.param(
-        path,
-        id=path.name,
-        marks=pytest.mark.xfail(
-            not _reference_runs_pipelines(),
-            strict=True,
-            reason="the reference path does not run pipelines yet; "
-            "test_pipelines.py compares the pipeline examples with numpy",
-        ),
-    )
-    if path.name in PIPELINE_EXAMPLES
-    else pytest.param(path, id=path.name)
-    for path in VALID_EXAMPLES
-]
-"""The examples, for the tests that run the reference path."""
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -86,7 +54,7 @@ def check_agreement(module, inputs, seeds=(0, 1, 2)):
                 assert same_bits(got[name], expected[name]), (mode, seed, name)
 
 
-@pytest.mark.parametrize("path", REFERENCE_EXAMPLES)
+@pytest.mark.parametrize("path", VALID_EXAMPLES, ids=lambda p: p.name)
 @pytest.mark.parametrize("fill", ["iota", "random"])
 def test_examples_agree_with_the_reference(path, fill):
     module = copyir.parse(path.read_text(), filename=str(path))
@@ -516,7 +484,7 @@ def test_generated_programs_agree_with_the_reference(text, seed):
     check_agreement(module, inputs, seeds=(seed, seed + 1))
 
 
-@pytest.mark.parametrize("path", REFERENCE_EXAMPLES)
+@pytest.mark.parametrize("path", VALID_EXAMPLES, ids=lambda p: p.name)
 def test_each_example_runs_with_its_inputs(path, tmp_path, capsys):
     inputs_file = path.with_suffix(".inputs.npz")
     assert inputs_file.exists(), "run examples/make_inputs.py"
