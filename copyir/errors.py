@@ -308,6 +308,10 @@ RUN_NOT_A_BOX = (
 )
 CANNOT_ALLOCATE = "Cannot allocate {size} bytes of {space} for the stream: {why}"
 ARRAY_INT_RANGE = "An integer in this array does not fit in 64 bits"
+SEMI_AFFINE = (
+    "An affine expression multiplies by constants only, not by a dimension or "
+    "a symbol (semi-affine expressions are not supported)"
+)
 CANNOT_ALLOCATE_INPUT = "Cannot allocate {size} bytes for input {name}: {why}"
 
 # Targets.

@@ -12,6 +12,7 @@ import copyir
 from copyir import errors
 from copyir.cli import main
 from copyir.errors import CopyIRError
+from copyir.stream import read_dma
 
 
 def agree(text: str, inputs: dict) -> dict:
@@ -263,3 +264,27 @@ def test_a_syntax_error_after_a_deep_nest_is_a_diagnostic():
         copyir.parse(text, "deep.cpy")
     assert str(caught.value) == "unexpected '('; expected ',', '[' or subscripts"
     assert caught.value.loc.line == 4
+
+
+def test_a_semi_affine_map_is_a_located_error():
+    """xDSL's affine parser raises NotImplementedError on `d0 * d1` (found by
+    the stream fuzzer): the MLIR form and the `.dma` text say so, located."""
+    text = (
+        "copy.kernel @k(%x: !copy.ref<32x128xf32, hbm>) {\n"
+        "  copy.pipeline grid(4, 2) in %x : !copy.ref<32x128xf32, hbm> block "
+        "[8, 128] index affine_map<(d0, d1) -> (d0 * d1, 0)> buffers 2 (%xw, "
+        "%i, %j) {\n  }\n}\n"
+    )
+    with pytest.raises(CopyIRError) as caught:
+        copyir.parse(text, filename="k.mlir", format="mlir")
+    assert str(caught.value) == errors.SEMI_AFFINE
+    assert caught.value.loc.line == 2
+    path = EXAMPLES / "loop_windows.cpy"
+    stream = copyir.dma_text(copyir.lower(copyir.parse(path.read_text(), str(path))))
+    mutant = stream.replace("(d0 * 3)", "(d0 * d1)", 1)
+    assert mutant != stream
+    line = 1 + mutant[: mutant.index("(d0 * d1)")].count("\n")
+    with pytest.raises(CopyIRError) as caught:
+        read_dma(mutant, "k.dma")
+    assert str(caught.value) == errors.SEMI_AFFINE
+    assert caught.value.loc.line == line
