@@ -37,9 +37,11 @@ from xdsl.dialects.builtin import (
     FileLineColLoc,
     IndexType,
     IntAttr,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     UnitAttr,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
@@ -80,6 +82,7 @@ from copyir.dialects.copy import (
     DmaOp,
     ForOp,
     IndexOp,
+    InvalidateOp,
     KernelOp,
     PipelineOp,
     RefType,
@@ -91,6 +94,7 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     WhenOp,
+    WindowOp,
     describe,
     describe_type,
     expect_ref,
@@ -632,6 +636,8 @@ class _Builder:
             operands = [self.operand(t) for t in rhs.children]
             op = self.emit(AsyncCopyOp, operands, [DESCRIPTOR])
             self.define(name, op.results[0])
+        elif kind == "window":
+            self.define(name, self.window(rhs))
         elif strip_parens(rhs).data == "operand":
             value = self.operand(strip_parens(rhs))
             if value.name_hint is None:
@@ -738,6 +744,31 @@ class _Builder:
         )
         operands = [src_value, dst_value, *dynamic, *dynamic_slot]
         self.emit(BufferedCopyOp, [*operands, *([sem] if sem else [])], (), properties)
+
+    def window(self, tree: Tree) -> SSAValue:
+        """`window bx[s]`: slot s of the BufferedRef's window, as a ref."""
+        name, slot_tree = tree.children
+        bref = self.lookup(name)
+        if not isinstance(bref.type, BufferedRefType):
+            raise self.error(
+                name,
+                errors.EXPECTED_BUFFERED_REF.format(
+                    op="window",
+                    role="its window",
+                    name=name,
+                    type=describe_type(bref.type),
+                ),
+            )
+        slot = self.index_value(slot_tree)
+        properties = {"slot": IntegerAttr(slot, i64)} if isinstance(slot, int) else {}
+        operands = [bref] if isinstance(slot, int) else [bref, slot]
+        op = self.emit(WindowOp, operands, [WindowOp.slot_type(bref.type)], properties)
+        return op.results[0]
+
+    def invalidate(self, tree: Tree) -> None:
+        """`invalidate w`: the ref's memory is unwritten again."""
+        _, target, _ = tree.children
+        self.emit(InvalidateOp, [self.operand(target)], ())
 
     def method_call(self, tree: Tree) -> None:
         """`c.start(add, priority=1)`, `c.wait()`: the method is the action,
@@ -1340,6 +1371,7 @@ _DEFINITIONS = {
     "semaphore": "semaphore",
     "buffered_ref": "buffered_ref",
     "async_copy": "async_copy",
+    "window": "window",
 }
 _AUGMENTED = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "div"}
 _SPECS = frozenset(("in_spec", "out_spec"))

@@ -36,6 +36,7 @@ from copyir.dialects.copy import (
     DmaOp,
     ForOp,
     IndexOp,
+    InvalidateOp,
     KernelOp,
     PipelineOp,
     RefType,
@@ -45,6 +46,7 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     WhenOp,
+    WindowOp,
     default_index_name,
     describe_type,
 )
@@ -329,6 +331,11 @@ class _KernelPrinter:
             return self.async_dma(op)
         if isinstance(op, ComputeOp):
             return self.compute(op)
+        if isinstance(op, WindowOp):
+            slot = self.index(op.slot_value)
+            return f"{self.names[op.result]} = window {self.operand(op.bref)}[{slot}]"
+        if isinstance(op, InvalidateOp):
+            return f"invalidate {self.operand(op.ref)}"
         return f"# {op.name} has no authoring syntax"
 
     def index_expression(self, op: IndexOp) -> str:

@@ -122,6 +122,7 @@ NOT_A_KERNEL = "Only kernels may appear at the top level, got {op}"
 
 # Operand kinds.
 EXPECTED_REF = "{op} expects a ref as {role}, but {name} is {type}"
+EXPECTED_BUFFERED_REF = "{op} expects a BufferedRef as {role}, but {name} is {type}"
 EXPECTED_SEMAPHORE = "{op} expects a semaphore as {role}, but {name} is {type}"
 UNINDEXED_SEMAPHORE_ARRAY = (
     "{op} expects a semaphore as {role}, but {name} is an array {type}; index it"

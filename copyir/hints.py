@@ -23,9 +23,10 @@ STATEMENT_WORDS = (
     "for",
     "when",
     "pipeline",
+    "invalidate",
 )
 """The words that start a statement."""
-VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy")
+VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy", "window")
 """The words that start the right-hand side of `name = ...`."""
 
 _COMMENT = re.compile(r"//")

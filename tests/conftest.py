@@ -21,6 +21,7 @@ tests/test_reference_loops.py; like every example, they are lowered, run
 and compared with the reference path by the other tests."""
 PIPELINE_EXAMPLES = frozenset(
     {
+        "pipeline_copy.cpy",
         "pipeline_element.cpy",
         "pipeline_parallel.cpy",
         "pipeline_scale.cpy",

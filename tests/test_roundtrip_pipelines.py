@@ -694,3 +694,63 @@ def test_a_misspelt_pipeline_gets_a_did_you_mean():
     assert [n.message for n in err.notes] == [
         errors.DID_YOU_MEAN.format(name="pipeline")
     ]
+
+
+# -- the expansion in the authoring syntax ----------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINE_EXAMPLES))
+def test_the_expansion_prints_as_cpy_that_parses_back_and_runs_alike(name):
+    """`copyir opt -p expand-pipelines --emit cpy` writes windows
+    (`w = window bx[s]`) and invalidations (`invalidate w`): the text parses
+    back and prints the same (its conditions in the printer's normal form), and runs to the same values as the pipeline."""
+    import numpy as np
+    from copyir.backends.interpreter import fill_inputs
+
+    from copyir.api import apply_passes
+    from copyir.api import pipeline as passes
+
+    source = (EXAMPLES / name).read_text()
+    module = parse(source, name)
+    apply_passes(module, passes("expand-pipelines"))
+    text = copyir.to_text(module, "cpy", debuginfo=True)
+    assert re.search(r"^ *\w+ = window \w+\[", text, re.M)
+    back = parse(text, name)
+    copyir.verify(back)
+    assert copyir.to_text(back, "cpy", debuginfo=True) == text  # a fixpoint
+    stream = copyir.to_stream(copyir.lower(parse(source, name)))
+    inputs = fill_inputs(stream, {}, "random")
+    want = copyir.run(stream, inputs, mode="eager")
+    got = copyir.run(text, inputs, mode="eager")
+    for param, value in want.items():
+        np.testing.assert_array_equal(got[param], value, err_msg=param)
+
+
+def test_an_invalidate_prints_and_parses_back():
+    text = kernel(
+        "  w = alloc f32[8, 128] @vmem\n"
+        "  sync_copy x[0:8, 0:128] -> w\n"
+        "  invalidate w\n"
+        "  sync_copy x[8:16, 0:128] -> w\n"
+        "  sync_copy w -> y[0:8, 0:128]"
+    )
+    module = parse(text)
+    copyir.verify(module)
+    assert "  invalidate w\n" in copyir.to_text(module, "cpy")
+
+
+def test_a_window_of_a_plain_ref_is_a_located_error():
+    err = error_of(kernel("  w = window x[0]"))
+    assert str(err) == (
+        "window expects a BufferedRef as its window, but x is f32[32, 256] @hbm"
+    )
+    assert (err.loc.line, err.loc.col) == (2, 14)
+
+
+def test_a_window_slot_out_of_range_keeps_the_verifiers_message():
+    text = kernel(
+        "  bx = buffered_ref x, block=(8, 128), buffers=2\n  w = window bx[2]"
+    )
+    err = error_of(text)
+    assert str(err) == errors.SLOT_OUT_OF_RANGE.format(slot=2, bref="bx", buffers=2)
+    assert err.loc.line == 3
