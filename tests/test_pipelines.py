@@ -438,3 +438,12 @@ def test_fault_one_buffer_fewer_than_the_schedule_needs():
     message = run_error(mutant)
     assert message.startswith("Race: this DMA writes x_window[0:1, 0:8, 0:128]")
     assert message.endswith("at i = 0")
+
+
+def test_a_block_size_below_one_in_the_mlir_form_is_located_at_the_block():
+    program = scale().replace("block [8, 128] index", "block [0, 128] index", 1)
+    with pytest.raises(CopyIRError) as err:
+        copyir.parse(program, format="mlir", filename="p.mlir")
+    assert str(err.value) == errors.BLOCK_SIZE.format(size=0, dim=0, extent=32)
+    line = program.splitlines()[err.value.loc.line - 1]
+    assert line[err.value.loc.col - 1 :].startswith("[0, 128] index")

@@ -2456,9 +2456,17 @@ class PipelineOp(CopyOp):
             parser.parse_punctuation(":")
             type = parser.parse_type()
             parser.parse_keyword("block")
+            start = parser.pos
             block = parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE, lambda: BlockDimAttr.parse_block_dim(parser)
             )
+            shape = type.get_shape() if isinstance(type, RefType) else ()
+            for dim, (b, extent) in enumerate(zip(block, shape, strict=False)):
+                if b.kind.data != SQUEEZED and b.size.data < 1:  # no window type
+                    message = errors.BLOCK_SIZE.format(
+                        size=b.size.data, dim=dim, extent=extent
+                    )
+                    parser.raise_error(message, start, parser.pos)
             parser.parse_keyword("index")
             index_map = parser.parse_attribute()
             parser.parse_keyword("buffers")
