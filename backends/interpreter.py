@@ -163,23 +163,29 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
         read=np.zeros(total, bool),
         instant=np.zeros(total, bool),
         invalidate=np.zeros(total, bool),
+        shape_kind=np.empty(total, np.int64),
     )
+    buffers = len(validated.layout.buffers)
 
-    def put(rows, access: Access, at) -> None:
+    def put(rows, access: Access, at, own_destination: bool = False) -> None:
         ends.event[rows] = access.events[at]
         ends.buffer[rows] = access.buffer[at]
         ends.lo[rows] = access.lo[at]
         ends.hi[rows] = access.hi[at]
+        # An instruction's kind of end, told apart from the other end of
+        # its row (the same code, other strides), and its buffer.
+        kind = access.kind[at] * 2 + own_destination
+        ends.shape_kind[rows] = kind * buffers + access.buffer[at]
 
     put(slice(0, 2 * count, 2), src, slice(None))
-    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events))
+    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events), True)
     ends.read[0 : 2 * count : 2] = True
     ends.write[1 : 2 * count : 2] = True
     ends.read[1 : 2 * count : 2] = add
     first = 2 * count
     for (access, at, write, invalidate), size in zip(pieces, sizes, strict=True):
         rows = slice(first, first + size)
-        put(rows, access, at)
+        put(rows, access, at, access is dst)
         ends.write[rows], ends.read[rows] = write, not write
         ends.instant[rows], ends.invalidate[rows] = True, invalidate
         first += size
@@ -269,7 +275,12 @@ def schedule(
     if mode == "random":
         rng = np.random.default_rng(seed)
         moment = starts + (rng.random(len(starts)) * (finish - starts)).astype(np.int64)
-        order = np.lexsort((rng.permutation(len(starts)), moment))
+        ties = rng.permutation(len(starts))
+        if (int(moment.max(initial=0)) + 1) * len(starts) < 2**62:
+            # By moment, ties in a random order: one key, one sort.
+            order = np.argsort(moment * len(starts) + ties)
+        else:
+            order = np.lexsort((ties, moment))
         return moment[order], starts[order]
     moves = _on_wait(events)
     return (

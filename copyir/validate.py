@@ -721,12 +721,27 @@ def _boxes(layout: Layout, buffer, offset, shape, strides, kind):
             continue
         for dim, (size, zero) in extents.items():
             extent[number, dim], from_zero[number, dim] = size, zero
-    lo = np.empty((len(buffer), rank), np.int64)
-    for d in range(rank):  # one column at a time: no (ends, rank) temporaries
-        lo[:, d] = offset // layout.strides[buffer, d] % layout.shapes[buffer, d]
-    hi = lo + extent[group]
-    not_box = never[group] | (from_zero[group] & (lo != 0)).any(axis=1)
-    not_box |= (hi > layout.shapes[buffer]).any(axis=1)
+    # A column at a time, with per-combination tables gathered by `group`:
+    # no (ends, rank) temporaries, and nothing done for a dimension where
+    # every buffer has extent 1 or no box can fall short or run over.
+    shapes, bstrides = layout.shapes[buffer[firsts]], layout.strides[buffer[firsts]]
+    lo = np.zeros((len(buffer), rank), np.int64)
+    hi = np.ones((len(buffer), rank), np.int64)
+    not_box = never[group] if never.any() else np.zeros(len(buffer), bool)
+    for d in range(rank):
+        if (shapes[:, d] == 1).all():
+            continue
+        stride, extent_d = bstrides[:, d], shapes[:, d]
+        if (stride == stride[0]).all() and (extent_d == extent_d[0]).all():
+            lo[:, d] = offset // stride[0] % extent_d[0]  # scalars: fast division
+        else:
+            lo[:, d] = offset // stride[group] % extent_d[group]
+        hi[:, d] = lo[:, d] + extent[group, d]
+        if from_zero[:, d].any():
+            not_box |= from_zero[group, d] & (lo[:, d] != 0)
+        room = shapes[:, d] - extent[:, d]  # the last start that fits
+        if (room < shapes[:, d] - 1).any():
+            not_box |= lo[:, d] > room[group]
     return lo, hi, not_box
 
 
