@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 """Candidate pairs produced and filtered at once (bounds memory)."""
 
 
@@ -67,32 +67,11 @@ def first_conflict(accesses: Accesses, stats: Stats | None = None) -> Conflict |
     earliest, then whose earlier access began earliest, then writes against
     writes before writes against reads before reads against writes."""
     stats = stats if stats is not None else Stats()
-    if len(accesses.buffer) < 2:
-        stats.accesses += len(accesses.buffer)
-        return None
-    # A buffer nobody writes has no conflicts: its reads (an input's, say)
-    # are left out. Rows keep their order, so ties break as before.
-    buffers = int(accesses.buffer.max()) + 1
-    written = np.bincount(accesses.buffer[accesses.write], minlength=buffers) > 0
-    keep = written[accesses.buffer]
-    if keep.all():
-        return _first_conflict(accesses, buffers, stats)
-    rows = np.flatnonzero(keep)
-    subset = Accesses(*(getattr(accesses, name)[rows] for name in _FIELDS))
-    found = _first_conflict(subset, buffers, stats)
-    if found is None:
-        return None
-    return Conflict(int(rows[found.later]), int(rows[found.earlier]))
-
-
-_FIELDS = ("buffer", "lo", "hi", "write", "start", "finish", "event")
-
-
-def _first_conflict(accesses: Accesses, buffers: int, stats: Stats) -> Conflict | None:
     count = len(accesses.buffer)
     stats.accesses += count
     if count < 2:
         return None
+    buffers = int(accesses.buffer.max()) + 1
     orders = [_by_time(accesses)]
     sizes = np.bincount(accesses.buffer, minlength=buffers)
     if (np.bincount(accesses.buffer, orders[0].counts, buffers) > 4 * sizes).any():
@@ -134,12 +113,13 @@ def _best(accesses: Accesses, a: np.ndarray, b: np.ndarray) -> tuple | None:
     s, f = accesses.start, accesses.finish
     meet = (accesses.event[a] != accesses.event[b]) & (s[a] < f[b]) & (s[b] < f[a])
     meet &= accesses.write[a] | accesses.write[b]
-    meet &= ((accesses.lo[a] < accesses.hi[b]) & (accesses.lo[b] < accesses.hi[a])).all(
-        axis=1
-    )
-    if not meet.any():
-        return None
     a, b = a[meet], b[meet]
+    lo, hi = accesses.lo, accesses.hi
+    for d in range(lo.shape[1]):  # the pairs that remain, a dimension at a time
+        meet = (lo[a, d] < hi[b, d]) & (lo[b, d] < hi[a, d])
+        a, b = a[meet], b[meet]
+    if not len(a):
+        return None
     later = np.where(s[a] > s[b], a, b)
     earlier = np.where(s[a] > s[b], b, a)
     w = accesses.write
