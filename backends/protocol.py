@@ -283,18 +283,16 @@ def _leftovers(events, starts, leftover, sems, namer: Namer) -> CopyIRError:
 def _self_overlap(ends: Ends) -> tuple[int, int] | None:
     """The first DMA whose source and destination share an element: its
     two ends are consecutive rows of one event."""
-    a = np.arange(0, len(ends.event) - 1)
-    a = a[
-        (ends.event[a] == ends.event[a + 1]) & ~ends.instant[a] & ~ends.instant[a + 1]
-    ]
-    b = a + 1
-    same = (ends.buffer[a] == ends.buffer[b]) & (
-        (ends.lo[a] < ends.hi[b]) & (ends.lo[b] < ends.hi[a])
-    ).all(axis=1)
-    if not same.any():
+    event, instant, buffer = ends.event, ends.instant, ends.buffer
+    pair = (event[:-1] == event[1:]) & ~instant[:-1] & ~instant[1:]
+    pair &= buffer[:-1] == buffer[1:]
+    a = np.flatnonzero(pair)
+    for d in range(ends.lo.shape[1]):  # the pairs that remain, a dimension at a time
+        b = a + 1
+        a = a[(ends.lo[a, d] < ends.hi[b, d]) & (ends.lo[b, d] < ends.hi[a, d])]
+    if not len(a):
         return None
-    k = int(np.flatnonzero(same)[0])
-    return int(a[k]), int(b[k])
+    return int(a[0]), int(a[0]) + 1
 
 
 def _overlap(ends: Ends, pair, namer: Namer) -> CopyIRError:
