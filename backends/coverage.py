@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from copyir.tables import group_rows, row_hash
+from copyir.tables import group_rows, row_hash, small_groups
 
 
 @dataclass(frozen=True)
@@ -44,28 +44,37 @@ def box_runs(
     buffer: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
+    shape_kind: np.ndarray | None = None,
 ) -> Runs:
     """The runs of each box (rows of `buffer`, `lo`, `hi`).
 
     Boxes with the same buffer and extents have the same pattern of runs,
-    so the pattern is computed once per kind and offset per box.
+    so the pattern is computed once per kind and offset per box. A box
+    spans a buffer dimension whole exactly when its extent there is the
+    buffer's. `shape_kind`, when given, already groups the rows by buffer
+    and extents (see `protocol.Ends`), which spares hashing them.
     """
     if not len(buffer):
         empty = np.zeros(0, np.int64)
         return Runs(empty, empty, empty)
-    extents = hi - lo
-    full = (lo == 0) & (hi == shapes[buffer])
-    keys = np.concatenate([buffer[:, None], extents, full], axis=1)
-    kinds, group = group_rows(keys)
+    if shape_kind is not None:
+        _, kinds, group = small_groups(shape_kind)
+    else:
+        extents = hi - lo
+        full = extents == shapes[buffer]
+        keys = np.concatenate([buffer[:, None], extents, full], axis=1)
+        kinds, group = group_rows(keys)
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(len(kinds) + 1))
-    firsts = base[buffer] + (lo * strides[buffer]).sum(axis=1)
+    firsts = base[buffer]
+    for d in range(lo.shape[1]):  # a column at a time: no (boxes, rank) temporary
+        firsts = firsts + lo[:, d] * strides[buffer, d]
     parts_lo, parts_hi, parts_owner = [], [], []
-    for number, row in enumerate(kinds):
+    for number, row in enumerate(kinds.tolist()):
         members = order[bounds[number] : bounds[number + 1]]
         b = int(buffer[row])
-        ext = extents[members[0]]
-        pattern, length = _pattern(shapes[b], strides[b], ext, full[members[0]])
+        ext = hi[row] - lo[row]
+        pattern, length = _pattern(shapes[b], strides[b], ext, ext == shapes[b])
         starts = (firsts[members][:, None] + pattern[None, :]).reshape(-1)
         parts_lo.append(starts)
         parts_hi.append(starts + length)

@@ -29,7 +29,10 @@ in signed integers, the maximum in unsigned ones and True in bool.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -160,23 +163,29 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
         read=np.zeros(total, bool),
         instant=np.zeros(total, bool),
         invalidate=np.zeros(total, bool),
+        shape_kind=np.empty(total, np.int64),
     )
+    buffers = len(validated.layout.buffers)
 
-    def put(rows, access: Access, at) -> None:
+    def put(rows, access: Access, at, own_destination: bool = False) -> None:
         ends.event[rows] = access.events[at]
         ends.buffer[rows] = access.buffer[at]
         ends.lo[rows] = access.lo[at]
         ends.hi[rows] = access.hi[at]
+        # An instruction's kind of end, told apart from the other end of
+        # its row (the same code, other strides), and its buffer.
+        kind = access.kind[at] * 2 + own_destination
+        ends.shape_kind[rows] = kind * buffers + access.buffer[at]
 
     put(slice(0, 2 * count, 2), src, slice(None))
-    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events))
+    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events), True)
     ends.read[0 : 2 * count : 2] = True
     ends.write[1 : 2 * count : 2] = True
     ends.read[1 : 2 * count : 2] = add
     first = 2 * count
     for (access, at, write, invalidate), size in zip(pieces, sizes, strict=True):
         rows = slice(first, first + size)
-        put(rows, access, at)
+        put(rows, access, at, access is dst)
         ends.write[rows], ends.read[rows] = write, not write
         ends.instant[rows], ends.invalidate[rows] = True, invalidate
         first += size
@@ -266,7 +275,12 @@ def schedule(
     if mode == "random":
         rng = np.random.default_rng(seed)
         moment = starts + (rng.random(len(starts)) * (finish - starts)).astype(np.int64)
-        order = np.lexsort((rng.permutation(len(starts)), moment))
+        ties = rng.permutation(len(starts))
+        if (int(moment.max(initial=0)) + 1) * len(starts) < 2**62:
+            # By moment, ties in a random order: one key, one sort.
+            order = np.argsort(moment * len(starts) + ties)
+        else:
+            order = np.lexsort((ties, moment))
         return moment[order], starts[order]
     moves = _on_wait(events)
     return (
@@ -333,13 +347,18 @@ class Executable:
         self.trace = program.trace
         self._moments, self._moved = schedule(mode, int(seed), program.events, verdict)
         self.params = {b.name: i for i, b in enumerate(stream.buffers) if b.param}
-        written = set(program.ends.buffer[program.ends.write].tolist())
+        written = set(np.unique(program.ends.buffer[program.ends.write]).tolist())
         self._aliased = {
             i for name, i in self.params.items() if name in self.provided
         } - written
         self._poison = self._unwritten(program, verdict)
-        self._warn_partly_written(program, verdict)
-        self._plan(program)
+        self._warn_partly_written(written)
+        # Planning needs only the validated stream: the protocol's tables
+        # go first, so that their memory is free for the plan's.
+        validated = program.validated
+        del program
+        self._plan(validated)
+        release_freed_memory()
         self._views: dict[int, np.ndarray] = {}
         self._bound: list = []
         self._memory: list = []
@@ -367,9 +386,9 @@ class Executable:
                 gaps[i] = [(lo - base, hi - base) for lo, hi in found]
         return gaps
 
-    def _warn_partly_written(self, program: Program, verdict) -> None:
-        """An output that some DMA writes, but not whole, keeps poison."""
-        written = set(program.ends.buffer[program.ends.write].tolist())
+    def _warn_partly_written(self, written: set[int]) -> None:
+        """An output that some DMA writes (buffers `written`), but not whole,
+        keeps poison."""
         for i, gaps in self._poison.items():
             buffer = self.stream.buffers[i]
             if not buffer.param or i not in written:
@@ -393,7 +412,7 @@ class Executable:
 
     # -- the copies
 
-    def _plan(self, program: Program) -> None:
+    def _plan(self, validated: Validated) -> None:
         """Each step as (source, offset, destination stack, offset, kind), in
         the order it happens: a DMA's data move at its moment (kind 0 copies,
         1 adds), a computation at its event (kind 2: the source is its
@@ -401,7 +420,6 @@ class Executable:
         is one (buffer, shape, strides) of a kind of end."""
         self._signatures: list[tuple[int, tuple, tuple]] = []
         index: dict[tuple, int] = {}
-        validated = program.validated
         table = self.stream.instructions
 
         def stacks_of(access: Access, end: str) -> np.ndarray:
@@ -425,7 +443,7 @@ class Executable:
 
         src, dst = validated.src, validated.dst
         src_stack, dst_stack = stacks_of(src, "src"), stacks_of(dst, "dst")
-        rows = program.trace.row
+        rows = validated.trace.row
         dma = np.searchsorted(src.events, self._moved)  # each move's DMA
         at = np.searchsorted(dst.events, self._moved)
         moves = np.stack(
@@ -442,7 +460,7 @@ class Executable:
         self._operands: list[list[tuple[int, int]]] = []
         computes = np.flatnonzero(table["op"][rows] == COMPUTE)
         if len(computes):
-            steps = self._compute_steps(program, computes, stacks_of, dst_stack)
+            steps = self._compute_steps(validated, computes, stacks_of, dst_stack)
             # Computations run at their event, moves after the event they
             # follow.
             key = np.concatenate([computes * 2, self._moments * 2 + 1])
@@ -482,14 +500,13 @@ class Executable:
         out[run, 5] = length[a[run]] * item[a[run]]
         return out
 
-    def _compute_steps(self, program: Program, computes, stacks_of, dst_stack):
+    def _compute_steps(self, validated: Validated, computes, stacks_of, dst_stack):
         """The steps of the computations (events `computes`), all at once:
         a computation that only copies an operand (`$0`) is a copy (kind
         0); any other is kind 2, with its function and the index of its
         operands' (stack, offset) pairs in `_operands`."""
-        validated = program.validated
         table = self.stream.instructions
-        number = table["compute"][program.trace.row[computes]].astype(np.int64)
+        number = table["compute"][validated.trace.row[computes]].astype(np.int64)
         specs = self.stream.computes
         counts = np.array([0] + [len(c.operands) for c in specs], np.int64)
         at = np.searchsorted(validated.dst.events, computes)
@@ -511,7 +528,7 @@ class Executable:
                 copied[n] = expression.index
                 continue
             function[n] = len(self._functions)
-            dtype = DTYPES[int(table["dtype"][program.trace.row[computes[j]]])].numpy
+            dtype = DTYPES[int(table["dtype"][validated.trace.row[computes[j]]])].numpy
             self._functions.append(compile_expression(expression, dtype))
         steps = np.zeros((len(computes), 5), np.int64)
         steps[:, 3:] = dst
@@ -622,6 +639,30 @@ class Executable:
                 else:
                     args = [stacks[stack][offset] for stack, offset in operands[b]]
                     copyto(stacks[c][d], functions[a](args))
+
+
+def release_freed_memory() -> None:
+    """Hand the memory that compiling freed back to the system (glibc only;
+    elsewhere nothing happens).
+
+    Compiling a large stream makes and frees many tables of a few MiB each.
+    glibc serves those from its heap once it has raised its mmap threshold,
+    and keeps their pages when they are freed; a run would then allocate
+    its arenas on top of that dead weight (about 200 MiB for 400,000 DMAs).
+    `malloc_trim(0)` returns every free page of the heap."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    if sys.platform != "linux":
+        return None
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
 
 
 def _run_length(shape: tuple, strides: tuple) -> int:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 """Candidate pairs produced and filtered at once (bounds memory)."""
 
 
@@ -113,12 +113,13 @@ def _best(accesses: Accesses, a: np.ndarray, b: np.ndarray) -> tuple | None:
     s, f = accesses.start, accesses.finish
     meet = (accesses.event[a] != accesses.event[b]) & (s[a] < f[b]) & (s[b] < f[a])
     meet &= accesses.write[a] | accesses.write[b]
-    meet &= ((accesses.lo[a] < accesses.hi[b]) & (accesses.lo[b] < accesses.hi[a])).all(
-        axis=1
-    )
-    if not meet.any():
-        return None
     a, b = a[meet], b[meet]
+    lo, hi = accesses.lo, accesses.hi
+    for d in range(lo.shape[1]):  # the pairs that remain, a dimension at a time
+        meet = (lo[a, d] < hi[b, d]) & (lo[b, d] < hi[a, d])
+        a, b = a[meet], b[meet]
+    if not len(a):
+        return None
     later = np.where(s[a] > s[b], a, b)
     earlier = np.where(s[a] > s[b], b, a)
     w = accesses.write

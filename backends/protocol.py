@@ -37,7 +37,7 @@ import numpy as np
 from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.stream import START, WAIT
-from copyir.tables import group_rows
+from copyir.tables import group_rows, small_groups
 
 from . import coverage, overlaps
 
@@ -76,11 +76,11 @@ class Ends:
     """Accesses of a computation or an invalidation: over at their event,
     rather than in flight until a wait."""
     invalidate: np.ndarray
-
-    @staticmethod
-    def concatenate(parts: list[Ends]) -> Ends:
-        names = Ends.__dataclass_fields__
-        return Ends(*(np.concatenate([getattr(p, n) for p in parts]) for n in names))
+    shape_kind: np.ndarray | None = None
+    """Optional small integers: rows with equal values have boxes of one
+    buffer and of equal extents (the ends of one instruction, say), so
+    what depends only on those is found once per value, without hashing
+    the boxes."""
 
 
 @dataclass(frozen=True)
@@ -283,18 +283,16 @@ def _leftovers(events, starts, leftover, sems, namer: Namer) -> CopyIRError:
 def _self_overlap(ends: Ends) -> tuple[int, int] | None:
     """The first DMA whose source and destination share an element: its
     two ends are consecutive rows of one event."""
-    a = np.arange(0, len(ends.event) - 1)
-    a = a[
-        (ends.event[a] == ends.event[a + 1]) & ~ends.instant[a] & ~ends.instant[a + 1]
-    ]
-    b = a + 1
-    same = (ends.buffer[a] == ends.buffer[b]) & (
-        (ends.lo[a] < ends.hi[b]) & (ends.lo[b] < ends.hi[a])
-    ).all(axis=1)
-    if not same.any():
+    event, instant, buffer = ends.event, ends.instant, ends.buffer
+    pair = (event[:-1] == event[1:]) & ~instant[:-1] & ~instant[1:]
+    pair &= buffer[:-1] == buffer[1:]
+    a = np.flatnonzero(pair)
+    for d in range(ends.lo.shape[1]):  # the pairs that remain, a dimension at a time
+        b = a + 1
+        a = a[(ends.lo[a, d] < ends.hi[b, d]) & (ends.lo[b, d] < ends.hi[a, d])]
+    if not len(a):
         return None
-    k = int(np.flatnonzero(same)[0])
-    return int(a[k]), int(b[k])
+    return int(a[0]), int(a[0]) + 1
 
 
 def _overlap(ends: Ends, pair, namer: Namer) -> CopyIRError:
@@ -412,7 +410,7 @@ def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
     unwritten element is its first element, so the first failing read is
     the least (event, first element, row)."""
     rows = np.concatenate([reads, writes, invalid])
-    kinds, box = _distinct_boxes(ends, rows)
+    kinds, box = _distinct_boxes(ends, memory, rows)
     shapes, strides, bases = memory.shapes, memory.strides, memory.bases
     runs = coverage.box_runs(
         shapes,
@@ -421,6 +419,7 @@ def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
         ends.buffer[kinds],
         ends.lo[kinds],
         ends.hi[kinds],
+        _shape_kinds(ends, kinds),
     )
     lo = np.sort(runs.lo)
     hi = runs.hi[np.argsort(runs.lo, kind="stable")]
@@ -448,10 +447,30 @@ def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
     return int(ends.event[failing[at]]), int(failing[at]), int(first[at])
 
 
-def _distinct_boxes(ends: Ends, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_boxes(
+    ends: Ends, memory: Memory, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The distinct boxes among rows (of one buffer): a row of each, and
-    each row's box number."""
-    first, kind = group_rows(np.concatenate([ends.lo[rows], ends.hi[rows]], axis=1))
+    each row's box number. With shape kinds, a box is its extents (numbered
+    once per kind) and its first element, one small integer per row."""
+    buffer = int(ends.buffer[rows[0]])
+    size = int(np.prod(memory.shapes[buffer]))
+    kinds = ends.shape_kind
+    if kinds is None or len(np.unique(kinds[rows])) * size >= 2**62:
+        boxes = np.concatenate([ends.lo[rows], ends.hi[rows]], axis=1)
+        first, kind = group_rows(boxes)
+        return rows[first], kind
+    _, some, group = small_groups(kinds[rows])
+    extents = ends.hi[rows[some]] - ends.lo[rows[some]]
+    numbers: dict[tuple, int] = {}
+    shape_class = np.array(
+        [numbers.setdefault(tuple(e), len(numbers)) for e in extents.tolist()],
+        np.int64,
+    )
+    element = np.zeros(len(rows), np.int64)
+    for d, stride in enumerate(memory.strides[buffer].tolist()):
+        element += ends.lo[rows, d] * stride
+    _, first, kind = small_groups(shape_class[group] * size + element)
     return rows[first], kind
 
 
@@ -468,6 +487,7 @@ def _replay_buffer(ends: Ends, memory: Memory, buffer: int, mine_r, mine_w, mine
         ends.buffer[rows],
         ends.lo[rows],
         ends.hi[rows],
+        _shape_kinds(ends, rows),
     )
     owner = rows[runs.owner]
     # At one event, reads come first: a DMA that adds, or a computation
@@ -522,4 +542,9 @@ def _write_runs(ends: Ends, memory: Memory) -> coverage.Runs:
         ends.buffer[writes],
         ends.lo[writes],
         ends.hi[writes],
+        _shape_kinds(ends, writes),
     )
+
+
+def _shape_kinds(ends: Ends, rows: np.ndarray) -> np.ndarray | None:
+    return None if ends.shape_kind is None else ends.shape_kind[rows]

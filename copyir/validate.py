@@ -35,7 +35,7 @@ from copyir.expand import Trace, expand
 from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
-from copyir.tables import group_rows, small_groups
+from copyir.tables import small_groups
 from copyir.target import BUILTIN
 
 LIMIT = 1 << 62
@@ -183,42 +183,38 @@ def validate_stream(
     shapes = table["shape"].reshape(len(table), rank)
 
     def access(events, label, space, address, strides, k=0) -> Access:
-        rows = trace.row[events]
-        kinds = rows * width + k
+        """The ends of `events` (`space` and `strides` per instruction row)."""
+        kinds = trace.row[events] * width + k
+        _, first, kind = small_groups(kinds)
+        rows = trace.row[events[first]]
+        fields = EndKinds(
+            table["dtype"][rows],
+            table["rank"][rows],
+            shapes[rows],
+            strides[rows],
+            space[rows],
+        )
         try:
-            ends = resolve_ends(
-                layout,
-                label,
-                table["dtype"][rows],
-                table["rank"][rows],
-                shapes[rows],
-                strides[rows],
-                space,
-                address,
-                kinds,
-            )
+            ends = resolve_ends(layout, label, fields, kind, address)
         except StreamProblem as problem:
             raise trace.fail(
                 stream, int(events[problem.row]), problem.message
             ) from None
         return Access(events, ends.buffer, ends.offset, ends.lo, ends.hi, kinds)
 
-    def column(name: str, events) -> np.ndarray:
-        return table[name][trace.row[events]]
-
     starts = np.flatnonzero(op == START)
     boxed = np.flatnonzero(op != WAIT)
     src = access(
         starts,
         "source",
-        column("src_space", starts),
+        table["src_space"],
         trace.src_address[starts],
         table["src_strides"].reshape(len(table), rank),
     )
     dst = access(
         boxed,
         "destination",
-        column("dst_space", boxed),
+        table["dst_space"],
         trace.dst_address[boxed],
         table["dst_strides"].reshape(len(table), rank),
     )
@@ -241,7 +237,7 @@ def validate_stream(
             access(
                 events,
                 "operand",
-                spaces[trace.row[events]],
+                spaces,
                 trace.operands[events, k],
                 strides,
                 k + 1,
@@ -583,37 +579,50 @@ def _earliest(a, b):
 # -- DMA ends ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class EndKinds:
+    """The static fields of each kind of end (one instruction's source,
+    say): every end of a kind has its kind's dtype code, rank, shape and
+    strides (padded to one width) and memory space; only the byte address
+    varies, per iteration inside loops."""
+
+    dtype: np.ndarray
+    rank: np.ndarray
+    shape: np.ndarray
+    strides: np.ndarray
+    space: np.ndarray
+
+
 def resolve_ends(
     layout: Layout,
     label: str,
-    dtypes: np.ndarray,
-    ranks: np.ndarray,
-    shape: np.ndarray,
-    strides: np.ndarray,
-    space: np.ndarray,
+    kinds: EndKinds,
+    kind: np.ndarray,
     address: np.ndarray,
-    kinds: np.ndarray | None = None,
 ) -> Ends:
     """Where each DMA end lies: its buffer, element offset and box.
 
-    One row per end: its dtype code, rank, shape and strides (padded to one
-    width), memory space and byte address (which vary per iteration inside
-    loops). `label` names the ends in messages (`source`). Raises the first
-    end that is out of bounds, of another dtype than its buffer, or not a
-    box, as a `StreamProblem` at its row. Ends of one of `kinds` (say, of
-    one instruction) share their dtype, rank, shape and strides.
+    One row per end: its kind (a row of `kinds`) and byte address. `label`
+    names the ends in messages (`source`). Raises the first end that is out
+    of bounds, of another dtype than its buffer, or not a box, as a
+    `StreamProblem` at its row. What depends only on the kind (the extent
+    of a box in bytes, whether it is too large to address) is worked out
+    once per kind, not per end.
     """
-    count = len(space)
-    ranks = ranks.astype(np.int64)
-    used = np.arange(shape.shape[1])[None, :] < ranks[:, None]
-    shape = np.where(used, shape, 1)
-    strides = np.where(used, strides, 0)
-    item = ITEMSIZES[dtypes.astype(np.int64)]
+    count = len(address)
+    ranks = kinds.rank.astype(np.int64)
+    used = np.arange(kinds.shape.shape[1])[None, :] < ranks[:, None]
+    shape = np.where(used, kinds.shape, 1)
+    strides = np.where(used, kinds.strides, 0)
+    item_k = ITEMSIZES[kinds.dtype.astype(np.int64)]
     reach = ((shape - 1).astype(np.float64) * np.abs(strides)).sum(axis=1)
-    huge = reach * item >= LIMIT
-    steps = np.where(huge[:, None], 0, (shape - 1) * strides)
-    lo_byte = address + item * np.minimum(steps, 0).sum(axis=1)
-    hi_byte = address + item * (np.maximum(steps, 0).sum(axis=1) + 1)
+    huge_k = reach * item_k >= LIMIT
+    steps = np.where(huge_k[:, None], 0, (shape - 1) * strides)
+    below = item_k * np.minimum(steps, 0).sum(axis=1)
+    above = item_k * (np.maximum(steps, 0).sum(axis=1) + 1)
+    item, huge, space = item_k[kind], huge_k[kind], kinds.space[kind]
+    lo_byte = address + below[kind]
+    hi_byte = address + above[kind]
     buffer = np.full(count, -1, np.int64)
     for code, starts in layout.starts.items():
         mine = space == code
@@ -629,7 +638,7 @@ def resolve_ends(
         ~outside
         & ~past
         & (
-            (layout.dtypes[np.maximum(buffer, 0)] != dtypes)
+            (layout.dtypes[np.maximum(buffer, 0)] != kinds.dtype[kind])
             | ((address - base) % item != 0)
         )
     )
@@ -651,7 +660,10 @@ def resolve_ends(
     def mismatch(r: int) -> str:
         b = layout.buffers[buffer[r]]
         return errors.RUN_MISMATCHED_BUFFER.format(
-            end=label, dtype=DTYPES[dtypes[r]].name, name=b.name, held=b.dtype
+            end=label,
+            dtype=DTYPES[kinds.dtype[kind[r]]].name,
+            name=b.name,
+            held=b.dtype,
         )
 
     if not layout.buffers and count:
@@ -659,18 +671,19 @@ def resolve_ends(
     bad = outside | past | wrong_dtype
     safe_buffer = np.where(bad, 0, buffer)
     offset = np.where(bad, 0, (address - base) // item)
-    lo, hi, not_box = _boxes(layout, safe_buffer, offset, shape, strides, kinds)
+    lo, hi, not_box = _boxes(layout, safe_buffer, offset, shape, strides, kind)
     not_box &= ~bad
 
     def not_a_box(r: int) -> str:
         b = layout.buffers[buffer[r]]
+        k = kind[r]
         return errors.RUN_NOT_A_BOX.format(
             end=label,
             region=region(r),
             name=b.name,
             shape=list(b.shape),
-            extents=shape[r, : ranks[r]].tolist(),
-            strides=strides[r, : ranks[r]].tolist(),
+            extents=shape[k, : ranks[k]].tolist(),
+            strides=strides[k, : ranks[k]].tolist(),
         )
 
     first = _first(
@@ -685,34 +698,50 @@ def resolve_ends(
     return Ends(buffer, offset, lo, hi)
 
 
-def _boxes(layout: Layout, buffer, offset, shape, strides, kinds=None):
+def _boxes(layout: Layout, buffer, offset, shape, strides, kind):
     """Each end as one [lo, hi) per buffer dimension, and which ends are not
     boxes. The mapping of DMA dimensions onto buffer dimensions depends only
-    on the buffer and the DMA's shape and strides, so it is worked out once
-    per distinct combination and applied to all its ends at once."""
-    bshape = layout.shapes[buffer]
-    lo = (offset[:, None] // layout.strides[buffer]) % bshape
-    if kinds is None:  # no kinds given: group by the fields themselves
-        _, kinds = group_rows(np.concatenate([shape, strides], axis=1))
-    key = kinds.astype(np.int64) * len(layout.buffers) + buffer
+    on the buffer and the kind's shape and strides (rows of `shape` and
+    `strides`), so it is worked out once per (kind, buffer) and applied to
+    all its ends at once."""
+    key = kind.astype(np.int64) * len(layout.buffers) + buffer
     _, firsts, group = small_groups(key)
     # Per combination: the extent along each buffer dimension, whether it
     # must start at 0 there, and whether it is no box at all.
-    extent = np.ones((len(firsts), lo.shape[1]), np.int64)
-    from_zero = np.zeros((len(firsts), lo.shape[1]), bool)
+    rank = layout.shapes.shape[1]
+    extent = np.ones((len(firsts), rank), np.int64)
+    from_zero = np.zeros((len(firsts), rank), bool)
     never = np.zeros(len(firsts), bool)
     for number, row in enumerate(firsts.tolist()):
         extents = _dimension_extents(
-            layout.buffers[buffer[row]].shape, shape[row], strides[row]
+            layout.buffers[buffer[row]].shape, shape[kind[row]], strides[kind[row]]
         )
         if extents is None:
             never[number] = True
             continue
         for dim, (size, zero) in extents.items():
             extent[number, dim], from_zero[number, dim] = size, zero
-    hi = lo + extent[group]
-    not_box = never[group] | (from_zero[group] & (lo != 0)).any(axis=1)
-    not_box |= (hi > bshape).any(axis=1)
+    # A column at a time, with per-combination tables gathered by `group`:
+    # no (ends, rank) temporaries, and nothing done for a dimension where
+    # every buffer has extent 1 or no box can fall short or run over.
+    shapes, bstrides = layout.shapes[buffer[firsts]], layout.strides[buffer[firsts]]
+    lo = np.zeros((len(buffer), rank), np.int64)
+    hi = np.ones((len(buffer), rank), np.int64)
+    not_box = never[group] if never.any() else np.zeros(len(buffer), bool)
+    for d in range(rank):
+        if (shapes[:, d] == 1).all():
+            continue
+        stride, extent_d = bstrides[:, d], shapes[:, d]
+        if (stride == stride[0]).all() and (extent_d == extent_d[0]).all():
+            lo[:, d] = offset // stride[0] % extent_d[0]  # scalars: fast division
+        else:
+            lo[:, d] = offset // stride[group] % extent_d[group]
+        hi[:, d] = lo[:, d] + extent[group, d]
+        if from_zero[:, d].any():
+            not_box |= from_zero[group, d] & (lo[:, d] != 0)
+        room = shapes[:, d] - extent[:, d]  # the last start that fits
+        if (room < shapes[:, d] - 1).any():
+            not_box |= lo[:, d] > room[group]
     return lo, hi, not_box
 
 
