@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -386,6 +386,10 @@ class _Builder:
         self.gone: dict[str, Note] = {}
         self.block: Block | None = None
         self.location: Attribute | None = None
+        # Inline views, semaphore indices and index values already made in
+        # a block, by what they are: written again, they are the same value.
+        self.made: dict[tuple, SSAValue] = {}
+        self.sharing = True
 
     # -- helpers -----------------------------------------------------------
 
@@ -486,6 +490,20 @@ class _Builder:
         )
         self.block.add_op(op)
         return op
+
+    def shared(self, key: tuple | None, make: Callable[[], Operation]) -> SSAValue:
+        """An inline view, semaphore index or index value: the one written
+        the same way (`key`) earlier in this block, or a new one, so that a
+        `copy_wait` takes its `copy_start`'s views rather than copies (as
+        MLIR's CSE would leave them: most ops of a large generated program
+        are views). A None key, or a computation (which names each of its
+        views as one input), always makes a new one."""
+        if key is None or not self.sharing:
+            return make().results[0]
+        value = self.made.get(key)
+        if value is None:
+            value = self.made[key] = make().results[0]
+        return value
 
     def define(self, token: Token, value: SSAValue) -> None:
         self.define_alias(token, value)
@@ -639,7 +657,7 @@ class _Builder:
         elif kind == "window":
             self.define(name, self.window(rhs))
         elif strip_parens(rhs).data == "operand":
-            value = self.operand(strip_parens(rhs))
+            value = self.operand(strip_parens(rhs), named=True)
             if value.name_hint is None:
                 self.define(name, value)
             else:  # another name for a named value: an alias, defined once too
@@ -661,6 +679,13 @@ class _Builder:
         """A computation: the destination's views, then the inputs' views in
         the order the expression names them (`$k` is the k-th distinct
         input value)."""
+        self.sharing = False
+        try:
+            self.build_compute(target, rhs, augmented)
+        finally:
+            self.sharing = True
+
+    def build_compute(self, target: Tree, rhs: Tree, augmented: str | None) -> None:
         dst = self.operand(target)
         inputs = [dst] if augmented else []
 
@@ -1190,15 +1215,22 @@ class _Builder:
         items = [self.tree(child, depth + 1) for child in children]
         return items if kind == "list" else tuple(items)
 
-    def operand(self, tree: Tree) -> SSAValue:
+    def operand(self, tree: Tree, named: bool = False) -> SSAValue:
         """A name with subscripts: each `[...]` is a view (or a semaphore
-        index); `[...]` alone is the whole ref."""
+        index); `[...]` alone is the whole ref. A view written as an earlier
+        one of the same block was is that view (see `reuse`), except the
+        last of an operand that a statement names: `v = x[0]` is v's own."""
         name, *groups = tree.children
         value = self.lookup(name)
         for k, group in enumerate(groups):
             if type(group) is Tree and group.data == "whole":
                 continue
-            value = self.subscript(value, _subscript_items(group), (name, groups, k))
+            value = self.subscript(
+                value,
+                _subscript_items(group),
+                (name, groups, k),
+                named and k == len(groups) - 1,
+            )
         return value
 
     def written(self, where: Where) -> str:
@@ -1213,7 +1245,9 @@ class _Builder:
                 texts.append("[...]" if group.data == "whole" else self.source(group))
         return "".join(texts)
 
-    def subscript(self, value: SSAValue, items: list, where: Where) -> SSAValue:
+    def subscript(
+        self, value: SSAValue, items: list, where: Where, named: bool = False
+    ) -> SSAValue:
         dynamic: list[SSAValue] = []
         if isinstance(value.type, SemaphoreArrayType | SemaphoreType):
             indices = []
@@ -1225,13 +1259,16 @@ class _Builder:
                         + self.written(where),
                     )
                 indices.append(self.dynamic_part(parts[0], at, dynamic))
-            op = self.emit(
-                SemIndexOp,
-                [value, *dynamic],
-                [sem_index_result_type(value.type, len(indices))],
-                {"indices": i64_array(tuple(indices))},
+            key = (self.block, SemIndexOp, value, *dynamic, *indices)
+            return self.shared(
+                None if named else key,
+                lambda: self.emit(
+                    SemIndexOp,
+                    [value, *dynamic],
+                    [sem_index_result_type(value.type, len(indices))],
+                    {"indices": i64_array(tuple(indices))},
+                ),
             )
-            return op.results[0]
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
             self.view_subscript(
@@ -1239,13 +1276,16 @@ class _Builder:
             )
             for dim, item in enumerate(items)
         ]
-        op = self.emit(
-            ViewOp,
-            [value, *dynamic],
-            [view_result_type(value.type, subscripts)],
-            ViewOp.subscript_properties(subscripts),
+        key = (self.block, ViewOp, value, *dynamic, *subscripts)
+        return self.shared(
+            None if named else key,
+            lambda: self.emit(
+                ViewOp,
+                [value, *dynamic],
+                [view_result_type(value.type, subscripts)],
+                ViewOp.subscript_properties(subscripts),
+            ),
         )
-        return op.results[0]
 
     def view_subscript(
         self, item, extent: int, where: Where, dynamic: list[SSAValue]
@@ -1341,8 +1381,10 @@ class _Builder:
     def index_of(self, expr: AffineExpr, dims: list[SSAValue]) -> SSAValue:
         if isinstance(expr, AffineDimExpr):
             return dims[expr.position]
-        op = self.emit(IndexOp, dims, [INDEX], {"map": _map(expr, len(dims))})
-        return op.results[0]
+        return self.shared(
+            (self.block, IndexOp, expr, *dims),
+            lambda: self.emit(IndexOp, dims, [INDEX], {"map": _map(expr, len(dims))}),
+        )
 
     def items_text(self, items: list) -> str:
         """Subscripts written back as the user wrote them, for messages."""

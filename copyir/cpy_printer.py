@@ -1,14 +1,17 @@
 """Print copy-dialect IR in the authoring syntax (`.cpy`).
 
 The printer writes what the parser reads back into the same ops. An
-unnamed view, semaphore index or index value (`copy.index`) used once,
-right before its user and at its user's location, is written inline
+unnamed view, semaphore index or index value (`copy.index`) right before
+its first user and at its user's location, whose every use is a statement
+of its block that writes it as text, is written inline at each use
 (`copy_start x[ds(8 * i, 8)] -> ...`) exactly when the parser would
-rebuild it in the same place from that text; any other gets a statement of
-its own. Loops, `when` and pipeline bodies print as blocks, indented; a
-pipeline's header prints one spec per line. With `debuginfo`, every
-statement ends in `loc("file":line:col)` (a `for`, `when` or `pipeline`
-has it before its `{`) so that `parse(print(m))` keeps the locations too.
+rebuild it in the same place from that text, and find it again at the
+later uses (the parser makes one op of an inline view written twice in a
+block); any other gets a statement of its own. Loops, `when` and pipeline
+bodies print as blocks, indented; a pipeline's header prints one spec per
+line. With `debuginfo`, every statement ends in `loc("file":line:col)` (a
+`for`, `when` or `pipeline` has it before its `{`) so that
+`parse(print(m))` keeps the locations too.
 """
 
 from __future__ import annotations
@@ -201,17 +204,52 @@ class _KernelPrinter:
 
     def inline_ops(self, ops: Sequence[Operation]) -> set[Operation]:
         """The ops that the parser would rebuild, in place, from inline text:
-        for each statement, the ops its operands' text makes, in the order
-        the parser makes them, right before it."""
+        for each statement, the ops its operands' text makes (those that no
+        earlier statement of the block made), in the order the parser makes
+        them, right before it."""
         inline: set[Operation] = set()
+        written: dict[Operation, dict[SSAValue, int]] = {}
+
+        def as_text(user: Operation) -> dict[SSAValue, int]:
+            """How many times a statement writes each operand as text."""
+            if user not in written:
+                counts: dict[SSAValue, int] = {}
+                for value, uses in self.text_operands(user):
+                    counts[value] = counts.get(value, 0) + uses
+                written[user] = counts
+            return written[user]
+
+        def made(value: SSAValue, user: Operation, seen: set[Operation]) -> list:
+            """The ops the parser makes for `value`'s text in `user`."""
+            owner = value.owner
+            if owner in seen or not _inline_candidate(value, user):
+                return []
+            block = owner.parent
+            users: dict[Operation, int] = {}
+            for use in value.uses:
+                users[use.operation] = users.get(use.operation, 0) + 1
+            if any(
+                u.parent is not block or as_text(u).get(value) != n
+                for u, n in users.items()
+            ):
+                return []
+            ops = []
+            for inner in _inline_inputs(owner):
+                ops += made(inner, owner, seen)
+            seen.add(owner)
+            return [*ops, owner]
+
+        # What statements made, which later ones find again. An unnamed view
+        # or index may yet be inline itself: what its text makes is made by
+        # the statement that writes it, so it stays out of `made_before`.
+        made_before: set[Operation] = set()
         for i, op in enumerate(ops):
-            expected = [
-                o
-                for value, uses in self.text_operands(op)
-                for o in _made(value, op, uses)
-            ]
+            seen = set(made_before)
+            expected = [o for value in as_text(op) for o in made(value, op, seen)]
             if expected and list(ops[i - len(expected) : i]) == expected:
                 inline.update(expected)
+                if not _inline_candidate_kind(op):
+                    made_before.update(expected)
         return inline
 
     def text_operands(self, op: Operation) -> list[tuple[SSAValue, int]]:
@@ -490,35 +528,42 @@ class _KernelPrinter:
         return f"{dst} = {compute.format_infix(expression, names)}"
 
 
-def _made(value: SSAValue, user: Operation, uses: int) -> list[Operation]:
-    """The ops the parser makes for `value`'s inline text in `user`, in the
-    order it makes them; [] when the value is not written inline."""
+def _inline_candidate(value: SSAValue, user: Operation) -> bool:
+    """Whether `value` is an op the parser could make from inline text in
+    `user`: unnamed, of an inline kind, at the user's location; an index
+    value only as an expression the parser would not fold away."""
     owner = value.owner
     if not (
         isinstance(value, OpResult)
         and isinstance(owner, _INLINE)
         and value.name_hint is None
         and owner.location == user.location
-        and value.uses.get_length() == uses
-        and all(use.operation is user for use in value.uses)
     ):
-        return []
+        return False
     if isinstance(owner, IndexOp):
         affine_map = owner.map.data
-        if (
+        return not (
             len(affine_map.results) != 1
             or affine_map.num_dims != len(owner.args)
             or isinstance(affine_map.results[0], AffineConstantExpr | AffineDimExpr)
-        ):
-            return []
-        return [owner]
+        )
+    return True
+
+
+def _inline_candidate_kind(op: Operation) -> bool:
+    """Whether an op might be written inline, by its kind and name alone."""
+    return isinstance(op, _INLINE) and op.results[0].name_hint is None
+
+
+def _inline_inputs(owner: Operation) -> list[SSAValue]:
+    """What the text of an inline op is written from, in the parser's order:
+    a view's source, then its index values; an index value's are names."""
+    if isinstance(owner, IndexOp):
+        return []
     dynamic = (
         owner.dynamic_offsets if isinstance(owner, ViewOp) else owner.dynamic_indices
     )
-    made = _made(owner.source, owner, 1)
-    for index in dynamic:
-        made += _made(index, owner, 1)
-    return [*made, owner]
+    return [owner.source, *dynamic]
 
 
 def _pipeline_specs(op: PipelineOp) -> list[tuple]:
