@@ -115,6 +115,21 @@ def record_copy(n: int) -> str:
     )
 
 
+def ring(n: int) -> str:
+    """N start/wait pairs through 16 VMEM slots, unrolled (the shape of a
+    generated program): each slot's views are written N/16 times, as one
+    shared op, and each line is one DMA_LINE token."""
+    lines = [
+        f"kernel ring(x: f32[{n}, 8, 128] @hbm) {{",
+        "  buf = alloc f32[16, 8, 128] @vmem",
+        "  s = semaphore[16]",
+    ]
+    for i in range(n):
+        for kind in ("copy_start", "copy_wait"):
+            lines.append(f"  {kind} x[{i}] -> buf[{i % 16}], s[{i % 16}]")
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 def parsed(text: str) -> object:
     return copyir.parse(text, "growth.cpy")
 
@@ -200,6 +215,20 @@ def _print_mlir_record(n: int) -> Stage:
 def _print_cpy_params(n: int) -> Stage:
     """print (authoring syntax): a kernel of N parameters, a DMA pair each"""
     module = parsed(many_params(n))
+    return lambda: copyir.to_text(module, "cpy")
+
+
+@case("parse-verify-ring")
+def _parse_verify_ring(n: int) -> Stage:
+    """parse + verify: an unrolled ring of N DMA pairs through 16 slots"""
+    text = ring(n)
+    return lambda: copyir.verify(parsed(text))
+
+
+@case("print-cpy-ring")
+def _print_cpy_ring(n: int) -> Stage:
+    """print (authoring syntax): an unrolled ring of N DMA pairs, 16 slots"""
+    module = parsed(ring(n))
     return lambda: copyir.to_text(module, "cpy")
 
 

@@ -209,6 +209,7 @@ class _KernelPrinter:
         them, right before it."""
         inline: set[Operation] = set()
         written: dict[Operation, dict[SSAValue, int]] = {}
+        fits: dict[SSAValue, bool] = {}
 
         def as_text(user: Operation) -> dict[SSAValue, int]:
             """How many times a statement writes each operand as text."""
@@ -219,19 +220,29 @@ class _KernelPrinter:
                 written[user] = counts
             return written[user]
 
+        def written_by_its_users(value: SSAValue) -> bool:
+            """Whether every use is a statement of the value's block that
+            writes it as text (once per value: a value of many uses is asked
+            at each)."""
+            if value not in fits:
+                users: dict[Operation, int] = {}
+                for use in value.uses:
+                    users[use.operation] = users.get(use.operation, 0) + 1
+                block = value.owner.parent
+                fits[value] = all(
+                    u.parent is block and as_text(u).get(value) == n
+                    for u, n in users.items()
+                )
+            return fits[value]
+
         def made(value: SSAValue, user: Operation, seen: set[Operation]) -> list:
             """The ops the parser makes for `value`'s text in `user`."""
             owner = value.owner
-            if owner in seen or not _inline_candidate(value, user):
+            if owner in made_before or owner in seen:
                 return []
-            block = owner.parent
-            users: dict[Operation, int] = {}
-            for use in value.uses:
-                users[use.operation] = users.get(use.operation, 0) + 1
-            if any(
-                u.parent is not block or as_text(u).get(value) != n
-                for u, n in users.items()
-            ):
+            if not _inline_candidate(value, user):
+                return []
+            if not written_by_its_users(value):
                 return []
             ops = []
             for inner in _inline_inputs(owner):
@@ -244,7 +255,7 @@ class _KernelPrinter:
         # the statement that writes it, so it stays out of `made_before`.
         made_before: set[Operation] = set()
         for i, op in enumerate(ops):
-            seen = set(made_before)
+            seen: set[Operation] = set()
             expected = [o for value in as_text(op) for o in made(value, op, seen)]
             if expected and list(ops[i - len(expected) : i]) == expected:
                 inline.update(expected)
