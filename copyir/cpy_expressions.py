@@ -38,12 +38,11 @@ from copyir import errors, pytree
 from copyir.compute import Apply, Expression, Literal, Operand
 from copyir.dialects.copy import describe_type
 from copyir.errors import CopyIRError, Note
-from copyir.index import NEGATED, comparison
+from copyir.index import NEGATED, comparison, constant_out_of_range
 
 MAX_CONDITION_SETS = 256
 """The most conjunctions a `when` condition may have in or-of-ands form
 (each `!=` or `or` under an `and` multiplies them)."""
-INT64 = range(-(2**63), 2**63)
 _DIVISIONS = {
     "floordiv": AffineBinaryOpKind.FloorDiv,
     "mod": AffineBinaryOpKind.Mod,
@@ -203,9 +202,8 @@ class Affine:
 
 def checked(source: Source, tree: Tree, expr: AffineExpr) -> AffineExpr:
     """The expression, once every constant in it fits in 64 bits."""
-    for node in expr.dfs():
-        if isinstance(node, AffineConstantExpr) and node.value not in INT64:
-            raise source.error(tree, errors.INT_RANGE.format(value=node.value))
+    if (value := constant_out_of_range([expr])) is not None:
+        raise source.error(tree, errors.INT_RANGE.format(value=value))
     return expr
 
 

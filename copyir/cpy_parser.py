@@ -106,11 +106,10 @@ from copyir.dtypes import BY_NAME, KNOWN_NAMES
 from copyir.errors import CopyIRError, Loc, Note
 from copyir.grammar_cache import grammar_cache
 from copyir.hints import STATEMENT_WORDS, VALUE_WORDS, did_you_mean, habit
-from copyir.index import format_expr
+from copyir.index import INT64, format_expr
 from copyir.locations import loc_of
 from copyir.machine import memory_space
 
-INT64 = range(-(2**63), 2**63)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _TOKEN_NAMES = {

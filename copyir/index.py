@@ -9,7 +9,7 @@ authoring syntax (`8 * i + 8`, `(i + 1) % 2`, `i // 4`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from xdsl.ir.affine import (
@@ -22,6 +22,19 @@ from xdsl.ir.affine import (
     AffineExpr,
     AffineSet,
 )
+
+INT64 = range(-(2**63), 2**63)
+"""The integers an index or a constant in one may take (numpy's int64)."""
+
+
+def constant_out_of_range(exprs: Iterable[AffineExpr]) -> int | None:
+    """The first constant in the expressions that does not fit in 64 bits,
+    which `evaluate` could not take; None when all fit."""
+    for expr in exprs:
+        for node in expr.dfs():
+            if isinstance(node, AffineConstantExpr) and node.value not in INT64:
+                return node.value
+    return None
 
 
 def evaluate(expr: AffineExpr, dims: Sequence[np.ndarray]) -> np.ndarray:

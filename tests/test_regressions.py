@@ -288,3 +288,39 @@ def test_a_semi_affine_map_is_a_located_error():
         read_dma(mutant, "k.dma")
     assert str(caught.value) == errors.SEMI_AFFINE
     assert caught.value.loc.line == line
+
+
+HUGE_CONSTANT = """builtin.module {
+  copy.kernel @k(%x: !copy.ref<8xf32, hbm>, %y: !copy.ref<8xf32, hbm>) {
+    %s = copy.semaphore : !copy.sem
+    copy.for %i in range(0, 4) {
+      PLACE
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "op, value",
+    [
+        (
+            "copy.when [affine_set<(d0) : (d0 - 80000000000000000000000 == 0)>](%i) {\n"
+            '  copy.dma "start" %x, %y, %s : !copy.ref<8xf32, hbm>, '
+            "!copy.ref<8xf32, hbm>, !copy.sem\n}",
+            -80000000000000000000000,
+        ),
+        (
+            "%0 = copy.index affine_map<(d0) -> (d0 * 90000000000000000000000)>(%i)",
+            90000000000000000000000,
+        ),
+    ],
+)
+def test_a_constant_past_64_bits_in_mlir_is_a_located_error(op, value):
+    """Found by the fuzzer: a `copy.when` of MLIR text whose constant numpy
+    cannot hold crashed the verifier with an OverflowError."""
+    text = HUGE_CONSTANT.replace("PLACE", op)
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(copyir.parse(text, "huge.mlir", format="mlir"))
+    assert str(caught.value) == errors.INT_RANGE.format(value=value)
+    assert (caught.value.loc.file, caught.value.loc.line) == ("huge.mlir", 5)

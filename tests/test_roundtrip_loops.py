@@ -974,3 +974,80 @@ def test_names_that_start_like_keywords():
         "    when not nothing < 3 or order > 2 and index < 7 {\n    }\n  }"
     )
     assert_round_trips(parse(kernel(body)))
+
+
+# -- views written again are the same view ----------------------------------
+
+
+def test_a_wait_takes_its_starts_views():
+    module = parse(
+        kernel(
+            "  copy_start x[0:8] -> buf[0], sems[0]\n"
+            "  copy_wait x[0:8] -> buf[0], sems[0]\n"
+            "  copy_start x[8:16] -> buf[0], sems[0]\n"
+            "  copy_wait x[ 8 : 16 ] -> buf[0], sems[0]"
+        )
+    )
+    assert len(ops_of(module, ViewOp)) == 3  # x[0:8], buf[0], x[8:16]
+    assert len(ops_of(module, SemIndexOp)) == 1
+    start, wait, *_ = ops_of(module, DmaOp)
+    assert list(start.operands) == list(wait.operands)
+    text = copyir.to_text(module, "cpy")
+    assert "  copy_wait x[0:8] -> buf[0], sems[0]\n" in text
+    assert "  copy_wait x[8:16] -> buf[0], sems[0]\n" in text
+    assert_round_trips(module)
+
+
+def test_views_with_index_values_are_shared_in_their_block_only():
+    module = parse(
+        kernel(
+            "  for i in range(8) {\n"
+            "    copy_start x[ds(8 * i, 8)] -> buf[i % 2], sems[i % 2]\n"
+            "    when i < 7 {\n"
+            "      copy_wait x[ds(8 * i, 8)] -> buf[i % 2], sems[i % 2]\n"
+            "    }\n"
+            "    copy_wait x[ds(8 * i, 8)] -> buf[i % 2], sems[i % 2]\n"
+            "  }"
+        )
+    )
+    # One set in the loop's body, one in the when's: 2 index values, a view
+    # of x, a view of buf and a semaphore index in each.
+    assert len(ops_of(module, IndexOp)) == 4
+    assert len(ops_of(module, ViewOp)) == 4
+    assert len(ops_of(module, SemIndexOp)) == 2
+    start, inner, outer = ops_of(module, DmaOp)
+    assert list(start.operands) == list(outer.operands)
+    assert not set(start.operands) & set(inner.operands)
+    assert "x[ds(8 * i, 8)] -> buf[i % 2], sems[i % 2]" in copyir.to_text(module)
+    assert_round_trips(module)
+
+
+def test_a_named_view_is_its_own():
+    module = parse(
+        kernel(
+            "  copy_start x[0:8] -> buf[0], s\n  v = x[0:8]\n  copy_wait v -> buf[0], s"
+        )
+    )
+    views = ops_of(module, ViewOp)
+    assert [v.result.name_hint for v in views] == [None, None, "v"]
+    start, wait = ops_of(module, DmaOp)
+    assert start.operands[0] is not wait.operands[0]
+    assert start.operands[1] is wait.operands[1]
+    assert_round_trips(module)
+
+
+def test_a_computation_names_each_view_it_writes():
+    """`$k` numbers a computation's distinct input values, so each view a
+    computation names is its own, as it was written (no sharing there)."""
+    module = parse(
+        kernel(
+            "  copy_start x[0:8] -> buf[1], s\n"
+            "  copy_wait x[0:8] -> buf[1], s\n"
+            "  buf[1] = buf[1] * buf[1]"
+        )
+    )
+    (op,) = ops_of(module, ComputeOp)
+    assert op.expression.data == "(mul $0 $1)"
+    assert len(set(op.operands)) == 3
+    assert "  buf[1] = buf[1] * buf[1]\n" in copyir.to_text(module)
+    assert_round_trips(module)

@@ -68,6 +68,7 @@ from copyir import errors, pytree
 from copyir.attributes import i64_array, int_values, segment_sizes
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
 from copyir.errors import CopyIRError, Note
+from copyir.index import constant_out_of_range
 from copyir.locations import loc_of
 from copyir.machine import (
     MAX_RANK,
@@ -1949,6 +1950,8 @@ class IndexOp(CopyOp):
                     f"{len(self.args)} indices to one"
                 )
             )
+        if (value := constant_out_of_range(affine_map.results)) is not None:
+            raise CopyIRError(errors.INT_RANGE.format(value=value))
 
     @classmethod
     def parse(cls, parser: Parser) -> IndexOp:
@@ -1990,6 +1993,10 @@ class WhenOp(CopyOp):
                         f"{len(self.args)} indices"
                     )
                 )
+            constraints = affine_set.data.constraints
+            exprs = [e for c in constraints for e in (c.lhs, c.rhs)]
+            if (value := constant_out_of_range(exprs)) is not None:
+                raise CopyIRError(errors.INT_RANGE.format(value=value))
 
     @classmethod
     def parse(cls, parser: Parser) -> WhenOp:
