@@ -210,7 +210,7 @@ def _syntax_error(err: UnexpectedInput, filename: str, text: str) -> CopyIRError
             line, col = token.line, token.column
         else:
             message = f"unexpected {token.value!r}"
-    expected = sorted({_token_name(t) for t in _expected(err)})
+    expected = sorted({_token_name(t) for t in _expected(err) - {"DMA_LINE"}})
     if expected:
         message += "; expected " + _one_of(expected)
     return CopyIRError(message, Loc(filename, line, col), _syntax_notes(err, text))
@@ -377,6 +377,7 @@ class _Builder:
 
     def __init__(self, filename: str, text: str):
         self.filename = filename
+        self.filename_attr = StringAttr(filename)
         self.text = text
         self.names: dict[str, tuple[SSAValue, int]] = {}
         # A loop's or a pipeline's index: the line and the construct.
@@ -463,7 +464,7 @@ class _Builder:
             return location
         token = _first_token(stmt)
         return FileLineColLoc(
-            StringAttr(self.filename), IntAttr(token.line), IntAttr(token.column)
+            self.filename_attr, IntAttr(token.line), IntAttr(token.column)
         )
 
     def emit(
@@ -725,6 +726,24 @@ class _Builder:
             action, "add" in options, options.get("priority", 0)
         )
         self.emit(DmaOp, operands, (), properties)
+
+    def dma_line(self, tree: Tree) -> None:
+        """A DMA_LINE token: the `dma_stmt` it holds, its parts located."""
+        (line,) = tree.children
+        match = _DMA_LINE.match(line)
+        kind = Tree("dma_kind", [_part(line, match, 1, "DMA_KIND")])
+        operands = [
+            Tree(
+                "operand",
+                [
+                    _part(line, match, group, type)
+                    for group, type in ((k, "NAME"), (k + 1, "SUBSCRIPTS"))
+                    if match.group(group) is not None
+                ],
+            )
+            for k in (2, 4, 6)
+        ]
+        self.dma_stmt(Tree("dma_stmt", [kind, *operands, None]))
 
     def sync_copy(self, tree: Tree) -> None:
         _, src, dst, *options = tree.children
@@ -1217,18 +1236,26 @@ class _Builder:
     def operand(self, tree: Tree, named: bool = False) -> SSAValue:
         """A name with subscripts: each `[...]` is a view (or a semaphore
         index); `[...]` alone is the whole ref. A view written as an earlier
-        one of the same block was is that view (see `reuse`), except the
+        one of the same block was is that view (see `shared`), except the
         last of an operand that a statement names: `v = x[0]` is v's own."""
         name, *groups = tree.children
         value = self.lookup(name)
         for k, group in enumerate(groups):
             if type(group) is Tree and group.data == "whole":
                 continue
+            own = named and k == len(groups) - 1
+            if type(group) is Token and self.sharing and not own:
+                # Integer subscripts written as before: found by their text.
+                key = (self.block, value, str(group))
+                found = self.made.get(key)
+                if found is None:
+                    items = _subscript_items(group)
+                    found = self.subscript(value, items, (name, groups, k))
+                    self.made[key] = found
+                value = found
+                continue
             value = self.subscript(
-                value,
-                _subscript_items(group),
-                (name, groups, k),
-                named and k == len(groups) - 1,
+                value, _subscript_items(group), (name, groups, k), own
             )
         return value
 
@@ -1498,6 +1525,28 @@ def _extend(text: str, at: int, count: int, brackets: str, step: int) -> int:
             break
         at, count = (k + 1 if step > 0 else k), count - 1
     return at
+
+
+_DMA_LINE = re.compile(
+    r"(copy_start|copy_wait)\s+(\w+)(\[[^]]*\])?\s*->\s*(\w+)(\[[^]]*\])?"
+    r"\s*,\s*(\w+)(\[[^]]*\])?"
+)
+"""A DMA_LINE token's parts: kind, then a name and subscripts per operand."""
+
+
+def _part(line: Token, match: re.Match, group: int, kind: str) -> Token:
+    """A part of a one-line token as the token it would have been."""
+    start, end = match.span(group)
+    return Token(
+        kind,
+        match.group(group),
+        line.start_pos + start,
+        line.line,
+        line.column + start,
+        line.line,
+        line.column + end,
+        line.start_pos + end,
+    )
 
 
 def _first_token(tree: Tree | Token) -> Token | None:
