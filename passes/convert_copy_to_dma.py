@@ -305,16 +305,16 @@ class _Lowering:
         location: Attribute,
         context: _Context,
     ) -> Operation:
-        src_space, src_address, shape, src_strides = self.strided(src)
-        dst_space, dst_address, _, dst_strides = self.strided(dst)
         sem = context.value(self.sem_id(sem_value))
         type: RefType = src.type
         predicate = context.predicate()
-        if not is_start:
+        if not is_start:  # a wait needs its semaphore and byte count only
             properties = {"sem": sem, "bytes": i64_attr(type.nbytes)}
             if predicate is not None:
                 properties["predicate"] = predicate
             return dma.WaitOp.create(properties=properties, location=location)
+        src_space, src_address, shape, src_strides = self.strided(src)
+        dst_space, dst_address, _, dst_strides = self.strided(dst)
         properties = {
             "src_space": string_attr(src_space),
             "src_address": context.value(src_address),
