@@ -208,6 +208,8 @@ def _syntax_error(err: UnexpectedInput, filename: str, text: str) -> CopyIRError
         elif token.type == "_NL":
             message = "unexpected end of line"
             line, col = token.line, token.column
+        elif token.type == "DMA_LINE":  # the word the general rule stops at
+            message = f"unexpected {token.value.split(None, 1)[0]!r}"
         else:
             message = f"unexpected {token.value!r}"
     expected = sorted({_token_name(t) for t in _expected(err) - {"DMA_LINE"}})
