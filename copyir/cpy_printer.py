@@ -204,12 +204,21 @@ class _KernelPrinter:
 
     def inline_ops(self, ops: Sequence[Operation]) -> set[Operation]:
         """The ops that the parser would rebuild, in place, from inline text:
-        for each statement, the ops its operands' text makes (those that no
-        earlier statement of the block made), in the order the parser makes
-        them, right before it."""
+        for each statement, the ops its operands' text makes, in the order
+        the parser makes them, right before it.
+
+        The parser finds again what an earlier statement of the block made
+        inline (`_Builder.shared`), by what it is (`_sharing_key`), except
+        in a computation, which makes each of its views afresh and keeps
+        none. So an op is written inline where the parser would make that
+        very op: not where it would find an equal one made before (a twin,
+        from MLIR or a pass), and not an op that a computation and another
+        statement both use.
+        """
         inline: set[Operation] = set()
         written: dict[Operation, dict[SSAValue, int]] = {}
         fits: dict[SSAValue, bool] = {}
+        made_before: dict[tuple, Operation] = {}  # what the parser would find
 
         def as_text(user: Operation) -> dict[SSAValue, int]:
             """How many times a statement writes each operand as text."""
@@ -220,47 +229,76 @@ class _KernelPrinter:
                 written[user] = counts
             return written[user]
 
-        def written_by_its_users(value: SSAValue) -> bool:
+        def shared_by_its_users(value: SSAValue) -> bool:
             """Whether every use is a statement of the value's block that
-            writes it as text (once per value: a value of many uses is asked
-            at each)."""
+            writes it as text, none of them a computation (once per value:
+            a value of many uses is asked at each)."""
             if value not in fits:
                 users: dict[Operation, int] = {}
                 for use in value.uses:
                     users[use.operation] = users.get(use.operation, 0) + 1
                 block = value.owner.parent
                 fits[value] = all(
-                    u.parent is block and as_text(u).get(value) == n
+                    u.parent is block
+                    and not isinstance(u, ComputeOp)
+                    and as_text(u).get(value) == n
                     for u, n in users.items()
                 )
             return fits[value]
 
-        def made(value: SSAValue, user: Operation, seen: set[Operation]) -> list:
-            """The ops the parser makes for `value`'s text in `user`."""
+        def made(value: SSAValue, user: Operation, sharing: bool, now: dict) -> list:
+            """The ops the parser makes for `value`'s text in `user`; `now`
+            holds what this statement made so far, by key."""
             owner = value.owner
-            if owner in made_before or owner in seen:
+            if not isinstance(owner, _INLINE) or owner in apart:
                 return []
+            key = _sharing_key(owner)
+            if sharing and (made_before.get(key) is owner or now.get(key) is owner):
+                return []  # found again
             if not _inline_candidate(value, user):
                 return []
-            if not written_by_its_users(value):
+            if sharing:
+                if key in made_before or key in now or not shared_by_its_users(value):
+                    return []
+            elif not all(use.operation is user for use in value.uses) or (
+                as_text(user).get(value) != value.uses.get_length()
+                and user is not owner
+            ):
                 return []
             ops = []
             for inner in _inline_inputs(owner):
-                ops += made(inner, owner, seen)
-            seen.add(owner)
+                ops += made(inner, owner, sharing, now)
+            now[key] = owner
             return [*ops, owner]
 
-        # What statements made, which later ones find again. An unnamed view
-        # or index may yet be inline itself: what its text makes is made by
-        # the statement that writes it, so it stays out of `made_before`.
-        made_before: set[Operation] = set()
+        apart: set[Operation] = set()  # statements of their own
+        position = {op: k for k, op in enumerate(ops)}
         for i, op in enumerate(ops):
-            seen: set[Operation] = set()
-            expected = [o for value in as_text(op) for o in made(value, op, seen)]
-            if expected and list(ops[i - len(expected) : i]) == expected:
-                inline.update(expected)
-                if not _inline_candidate_kind(op):
-                    made_before.update(expected)
+            if _inline_candidate_kind(op):
+                continue  # written by the statement that uses it, or named
+            sharing = not isinstance(op, ComputeOp)
+            while True:
+                now: dict[tuple, Operation] = {}
+                expected = [
+                    o for value in as_text(op) for o in made(value, op, sharing, now)
+                ]
+                before = ops[max(i - len(expected), 0) : i]
+                if expected and list(before) == expected:
+                    inline.update(expected)
+                    if sharing:
+                        made_before.update(now)
+                    break
+                # An op made earlier than the parser would make it (such as
+                # a slot computed before the block indices) is a statement
+                # of its own; the rest may still be inline.
+                early, last = set(expected) - set(before), -1
+                for o in expected:
+                    if position[o] < last:
+                        early.add(o)
+                    last = max(last, position[o])
+                if not early:
+                    break
+                apart |= early
         return inline
 
     def text_operands(self, op: Operation) -> list[tuple[SSAValue, int]]:
@@ -559,6 +597,12 @@ def _inline_candidate(value: SSAValue, user: Operation) -> bool:
             or isinstance(affine_map.results[0], AffineConstantExpr | AffineDimExpr)
         )
     return True
+
+
+def _sharing_key(op: Operation) -> tuple:
+    """What the parser finds an inline op again by: its kind, operands and
+    properties (`_Builder.shared` keys it by the same, as it reads them)."""
+    return (type(op), *op.operands, *op.properties.values())
 
 
 def _inline_candidate_kind(op: Operation) -> bool:

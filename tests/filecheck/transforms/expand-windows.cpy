@@ -20,8 +20,7 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   # Copy-out reverses the DMA.
   # CHECK-NEXT: [[T:v[0-9]+]] = semaphore  # block (0, 0) slot 0
   # CHECK-NEXT: [[B:v[0-9]+]] = y[0:128, 0:128]  # block (0, 0) slot 0
-  # CHECK-NEXT: [[V:v[0-9]+]] = bx[0, :, :]  # block (0, 0) slot 0
-  # CHECK-NEXT: copy_start [[V]] -> [[B]], [[T]]  # block (0, 0) slot 0
+  # CHECK-NEXT: copy_start bx[0, :, :] -> [[B]], [[T]]  # block (0, 0) slot 0
   buffered_copy bx[0, 0] -> y
 
   # Squeezed (None) rows and Element columns: row 3, elements 50:98.
