@@ -712,10 +712,11 @@ class ViewOp(CopyOp):
 
     def starts(self) -> list[int | SSAValue]:
         """Each subscript's start: an integer, or the index value it takes."""
+        offsets = int_values(self.offsets)
+        if DYNAMIC not in offsets:  # most views: no operands to look up
+            return list(offsets)
         dynamic = iter(self.dynamic_offsets)
-        return [
-            next(dynamic, None) if o == DYNAMIC else o for o in int_values(self.offsets)
-        ]
+        return [next(dynamic, None) if o == DYNAMIC else o for o in offsets]
 
     @staticmethod
     def subscript_properties(
@@ -970,10 +971,11 @@ class SemIndexOp(CopyOp):
 
     def starts(self) -> list[int | SSAValue]:
         """Each index: an integer, or the index value it takes."""
+        indices = int_values(self.indices)
+        if DYNAMIC not in indices:
+            return list(indices)
         dynamic = iter(self.dynamic_indices)
-        return [
-            next(dynamic, None) if i == DYNAMIC else i for i in int_values(self.indices)
-        ]
+        return [next(dynamic, None) if i == DYNAMIC else i for i in indices]
 
     def subscripts_text(self) -> str:
         return f"[{', '.join(_subscript_text(i, 1, True) for i in self.starts())}]"
