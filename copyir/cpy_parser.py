@@ -733,6 +733,11 @@ class _Builder:
         """A DMA_LINE token: the `dma_stmt` it holds, its parts located."""
         (line,) = tree.children
         match = _DMA_LINE.match(line)
+        found = [self.found(match.group(k), match.group(k + 1)) for k in (2, 4, 6)]
+        if None not in found:  # all written before: nothing to make or locate
+            action = "start" if match.group(1) == "copy_start" else "wait"
+            self.emit(DmaOp, found, (), DmaOp.option_properties(action, False, 0))
+            return
         kind = Tree("dma_kind", [_part(line, match, 1, "DMA_KIND")])
         operands = [
             Tree(
@@ -746,6 +751,15 @@ class _Builder:
             for k in (2, 4, 6)
         ]
         self.dma_stmt(Tree("dma_stmt", [kind, *operands, None]))
+
+    def found(self, name: str, subscripts: str | None) -> SSAValue | None:
+        """The value of an operand that names a visible value with integer
+        subscripts written so before in this block (as `operand` finds it
+        by its text), or None."""
+        entry = self.names.get(name)
+        if entry is None or subscripts is None:
+            return None if entry is None else entry[0]
+        return self.made.get((self.block, entry[0], subscripts))
 
     def sync_copy(self, tree: Tree) -> None:
         _, src, dst, *options = tree.children
