@@ -493,7 +493,7 @@ class _Builder:
         self.block.add_op(op)
         return op
 
-    def shared(self, key: tuple | None, make: Callable[[], Operation]) -> SSAValue:
+    def shared(self, key: tuple | None, make: Callable[[], SSAValue]) -> SSAValue:
         """An inline view, semaphore index or index value: the one written
         the same way (`key`) earlier in this block, or a new one, so that a
         `copy_wait` takes its `copy_start`'s views rather than copies (as
@@ -501,11 +501,16 @@ class _Builder:
         are views). A None key, or a computation (which names each of its
         views as one input), always makes a new one."""
         if key is None or not self.sharing:
-            return make().results[0]
+            return make()
         value = self.made.get(key)
         if value is None:
-            value = self.made[key] = make().results[0]
+            value = self.made[key] = make()
         return value
+
+    def text_key(self, value: SSAValue, subscripts: str) -> tuple:
+        """Integer subscripts of a value are found again by their text
+        before they are read (`operand`, `found`)."""
+        return (self.block, value, subscripts)
 
     def define(self, token: Token, value: SSAValue) -> None:
         self.define_alias(token, value)
@@ -759,7 +764,7 @@ class _Builder:
         entry = self.names.get(name)
         if entry is None or subscripts is None:
             return None if entry is None else entry[0]
-        return self.made.get((self.block, entry[0], subscripts))
+        return self.made.get(self.text_key(entry[0], subscripts))
 
     def sync_copy(self, tree: Tree) -> None:
         _, src, dst, *options = tree.children
@@ -1260,19 +1265,16 @@ class _Builder:
             if type(group) is Tree and group.data == "whole":
                 continue
             own = named and k == len(groups) - 1
-            if type(group) is Token and self.sharing and not own:
-                # Integer subscripts written as before: found by their text.
-                key = (self.block, value, str(group))
-                found = self.made.get(key)
-                if found is None:
-                    items = _subscript_items(group)
-                    found = self.subscript(value, items, (name, groups, k))
-                    self.made[key] = found
-                value = found
-                continue
-            value = self.subscript(
-                value, _subscript_items(group), (name, groups, k), own
-            )
+            where = (name, groups, k)
+            if own or type(group) is not Token:
+                value = self.subscript(value, _subscript_items(group), where, own)
+            else:  # integer subscripts: found again by their text, unread
+                value = self.shared(
+                    self.text_key(value, str(group)),
+                    lambda v=value, g=group, w=where: self.subscript(
+                        v, _subscript_items(g), w
+                    ),
+                )
         return value
 
     def written(self, where: Where) -> str:
@@ -1309,7 +1311,7 @@ class _Builder:
                     [value, *dynamic],
                     [sem_index_result_type(value.type, len(indices))],
                     {"indices": i64_array(tuple(indices))},
-                ),
+                ).results[0],
             )
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
@@ -1326,7 +1328,7 @@ class _Builder:
                 [value, *dynamic],
                 [view_result_type(value.type, subscripts)],
                 ViewOp.subscript_properties(subscripts),
-            ),
+            ).results[0],
         )
 
     def view_subscript(
@@ -1425,7 +1427,9 @@ class _Builder:
             return dims[expr.position]
         return self.shared(
             (self.block, IndexOp, expr, *dims),
-            lambda: self.emit(IndexOp, dims, [INDEX], {"map": _map(expr, len(dims))}),
+            lambda: self.emit(
+                IndexOp, dims, [INDEX], {"map": _map(expr, len(dims))}
+            ).results[0],
         )
 
     def items_text(self, items: list) -> str:

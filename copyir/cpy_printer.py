@@ -262,9 +262,8 @@ class _KernelPrinter:
                     return []
             elif not all(use.operation is user for use in value.uses) or (
                 as_text(user).get(value) != value.uses.get_length()
-                and user is not owner
             ):
-                return []
+                return []  # a computation's own: all its uses are the user's
             ops = []
             for inner in _inline_inputs(owner):
                 ops += made(inner, owner, sharing, now)
