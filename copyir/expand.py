@@ -83,7 +83,8 @@ def expand(stream: Stream, order: Mapping[int, np.ndarray] | None = None) -> Tra
     rows = np.arange(len(table))
     depth = max([stream.depth(int(x)) for x in range(len(stream.loops) + 1)])
     widest = max([len(c.operands) for c in stream.computes] + [0])
-    if not stream.loops or not len(table):  # a flat stream: the rows are events
+    if not len(table) or (not stream.loops and not table["predicate"].any()):
+        # a flat stream without conditions: the rows are the events
         return Trace(
             rows,
             np.zeros((len(table), 0), np.int64),
