@@ -48,7 +48,7 @@ from copyir.stream import COMPUTE, INVALIDATE, START, WAIT, Buffer, Origin, Stre
 from copyir.tables import small_groups
 from copyir.validate import Access, Validated, validate_stream
 
-from . import coverage, protocol
+from . import coverage, parallel, protocol
 
 POISON = 0xFF
 MODES = ("random", "eager", "on_wait")
@@ -77,6 +77,9 @@ class _Namer:
 
     def site(self, event: int) -> Note:
         return Note("", self.origin(event).loc)
+
+    def iteration(self, event: int) -> str:
+        return self.trace.iteration(self.stream, event)
 
     def where(self, event: int) -> str:
         iteration = self.trace.iteration(self.stream, event)
@@ -114,6 +117,32 @@ class Program:
     @property
     def trace(self) -> Trace:
         return self.validated.trace
+
+    def check(self, claims: bool = True) -> protocol.Verdict:
+        """Decide the protocol; with `claims`, the parallel loops' claims
+        too (on a program in its own order: see `Executable`)."""
+        stream, trace = self.namer.stream, self.trace
+        levels = parallel.levels(stream, trace.row, trace.indices) if claims else []
+
+        def broken(starts: np.ndarray, finish: np.ndarray):
+            return parallel.first_violation(
+                stream,
+                levels,
+                self.events,
+                self.ends,
+                self.memory,
+                starts,
+                finish,
+                self.namer,
+            )
+
+        return protocol.check(
+            self.events,
+            self.ends,
+            self.memory,
+            self.namer,
+            broken if levels else None,
+        )
 
 
 def prepare(
@@ -260,8 +289,7 @@ def check_stream(
     as unwritten); scratch starts unwritten."""
     if provided is None:
         provided = frozenset(b.name for b in stream.buffers if b.param)
-    program = prepare(stream, frozenset(provided))
-    return protocol.check(program.events, program.ends, program.memory, program.namer)
+    return prepare(stream, frozenset(provided)).check()
 
 
 def schedule(
@@ -339,10 +367,14 @@ class Executable:
             raise CopyIRError(errors.RUN_BAD_SEED.format(seed=seed))
         self.stream = stream
         self.provided = frozenset(provided)
-        program = prepare(stream, self.provided, _parallel_order(stream, mode, seed))
-        verdict = protocol.check(
-            program.events, program.ends, program.memory, program.namer
-        )
+        order = _parallel_order(stream, mode, seed)
+        if order:
+            # The claims are checked in the program's own order, so that
+            # every mode and seed reports the same broken claim; with them
+            # kept, the permuted order gives the same verdict.
+            prepare(stream, self.provided).check()
+        program = prepare(stream, self.provided, order)
+        verdict = program.check(claims=not order)
         self.verdict = verdict
         self.trace = program.trace
         self._moments, self._moved = schedule(mode, int(seed), program.events, verdict)

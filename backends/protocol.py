@@ -29,8 +29,9 @@ a timing model all call `check` with their own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,6 +106,7 @@ class Namer(Protocol):
         self, event: int, message: str, notes: tuple[Note, ...] = ()
     ) -> CopyIRError: ...
     def site(self, event: int) -> Note: ...
+    def iteration(self, event: int) -> str: ...
     def where(self, event: int) -> str: ...
     def region(self, buffer: int, lo: np.ndarray, hi: np.ndarray) -> str: ...
     def element(self, buffer: int, index: tuple[int, ...]) -> str: ...
@@ -125,8 +127,18 @@ class Verdict:
     stats: overlaps.Stats = field(default_factory=overlaps.Stats)
 
 
-def check(events: Events, ends: Ends, memory: Memory, namer: Namer) -> Verdict:
-    """Decide the protocol for a whole program; raise its first problem."""
+def check(
+    events: Events,
+    ends: Ends,
+    memory: Memory,
+    namer: Namer,
+    claims: Callable[[np.ndarray, np.ndarray], Any] | None = None,
+) -> Verdict:
+    """Decide the protocol for a whole program; raise its first problem.
+
+    `claims(starts, finish)`, when given, finds the first broken claim of
+    a parallel loop (`parallel.first_violation`), which competes with the
+    protocol's own problems for the first place in program order."""
     starts = np.flatnonzero(events.kind == START)
     sems = _semaphores(events, starts)
     finish = sems.finish
@@ -150,14 +162,16 @@ def check(events: Events, ends: Ends, memory: Memory, namer: Namer) -> Verdict:
     if conflict is not None:
         at = int(ends.event[conflict.later])
         problems.append((at, 2, lambda: _race(ends, conflict, namer)))
+    if claims is not None and (broken := claims(starts, finish)) is not None:
+        problems.append((broken.event, 3, broken.build))
     unwritten = _first_unwritten(ends, memory)
     if unwritten is not None:
         at = int(ends.event[unwritten[0]])
-        problems.append((at, 3, lambda: _uninitialized(ends, memory, unwritten, namer)))
+        problems.append((at, 4, lambda: _uninitialized(ends, memory, unwritten, namer)))
     leftover = np.flatnonzero(finish >= events.count)
     if leftover.size:
         problems.append(
-            (events.count, 4, lambda: _leftovers(events, starts, leftover, sems, namer))
+            (events.count, 5, lambda: _leftovers(events, starts, leftover, sems, namer))
         )
     if problems:
         raise min(problems, key=lambda p: p[:2])[2]()

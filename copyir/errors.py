@@ -277,6 +277,21 @@ RUN_ACCESS_RACE = (
     "Race: this {what} {action} {region} while the DMA started at {other} is in "
     "flight and {their} it"
 )
+PARALLEL_READS = (
+    "Parallel loop {loop}: this {what} {action} {region}, which iteration "
+    "{other} {their}; an iteration of a parallel loop reads only what it "
+    "wrote itself or what was there before the loop"
+)
+PARALLEL_WRITES = (
+    "Parallel loop {loop}: this {what} writes {region}, which iteration "
+    "{other} writes too; two iterations of a parallel loop never write the "
+    "same HBM element"
+)
+PARALLEL_DMA = (
+    "Parallel loop {loop}: this wait finishes the DMA started {where}; a DMA "
+    "is started and finished within one iteration of a parallel loop"
+)
+PARALLEL_OTHER_ACCESS = "iteration {other} {their} it here"
 RUN_SEMAPHORE_RANGE = "Semaphore {sem} is out of range: the program has {count}"
 RUN_UNSATISFIABLE_WAIT = (
     "Wait on semaphore {sem} needs {need} bytes, but at most {available} bytes "

@@ -1,0 +1,345 @@
+"""The claim of a parallel loop, checked: its iterations are independent.
+
+A loop marked parallel (`parallel=` on a grid, a parallel pipeline
+dimension) says that its iterations may run in any order, or at once on
+several cores. The claim holds when, within one execution of the loop:
+
+- an iteration reads only what it wrote itself before the read, or what
+  no other iteration writes (so what it reads was there before the loop);
+- no two iterations write the same HBM element (VMEM and SMEM that each
+  iteration writes before it reads are scratch, and may be reused);
+- a DMA is started and finished in one iteration (its wait is in the
+  iteration of its start, and no DMA of the loop is left to a wait outside
+  it, nor one from outside to a wait inside).
+
+The check runs on the program in its own order and names both iterations
+and both sites, whatever the completion mode. It is the race search of
+`overlaps` again, with other windows: each access stays open from its event
+to the end of its execution of the loop, and accesses of one iteration
+never conflict (its `event` is the iteration's number). Loops nested in
+parallel loops are checked a parallel level at a time, sibling loops in one
+search, so the cost is a few passes over the accesses per level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from copyir import errors
+from copyir.errors import CopyIRError, Note
+from copyir.stream import Stream
+
+from . import coverage, overlaps
+
+
+@dataclass(frozen=True)
+class Level:
+    """Events inside a parallel loop that `depth` parallel loops enclose,
+    with the iteration each belongs to."""
+
+    inside: np.ndarray
+    """Per event: inside such a loop."""
+    loop: np.ndarray
+    """Per event: the loop's number (0 outside)."""
+    group: np.ndarray
+    """Per event: a number per (loop, execution, iteration); -1 outside."""
+    end: np.ndarray
+    """Per event: the event after the last of its execution of the loop."""
+
+
+def levels(stream: Stream, rows: np.ndarray, indices: np.ndarray) -> list[Level]:
+    """The parallel levels of a program's events (`Trace.row`,
+    `Trace.indices`), outermost first; none without parallel loops."""
+    innermost = stream.instructions["loop"].astype(np.int64)[rows]
+    chains = {0: []}
+    for number in range(1, len(stream.loops) + 1):
+        parent = stream.loops[number - 1].parent
+        chains[number] = [*chains[parent], number]
+    parallel = {
+        number: [
+            (level, loop)
+            for level, loop in enumerate(chain)
+            if stream.loops[loop - 1].parallel
+        ]
+        for number, chain in chains.items()
+    }
+    deepest = max((len(p) for p in parallel.values()), default=0)
+    return [_level(innermost, indices, parallel, depth) for depth in range(deepest)]
+
+
+def _level(innermost, indices, parallel, depth: int) -> Level:
+    count = len(innermost)
+    loop = np.zeros(count, np.int64)
+    position = np.full(count, -1, np.int64)  # the loop's level in the chain
+    for number in np.unique(innermost).tolist():
+        if len(parallel[number]) > depth:
+            at = innermost == number
+            position[at], loop[at] = parallel[number][depth]
+    inside = position >= 0
+    events = np.flatnonzero(inside)
+    width = indices.shape[1]
+    # An execution is a run of events of one loop with equal outer
+    # indices; an iteration, a run with the loop's index equal too (both
+    # are contiguous in program order, and in any permuted order).
+    levels_ = np.arange(width)
+    outer = np.where(levels_[None, :] < position[events, None], indices[events], -1)
+    own = indices[events, np.maximum(position[events], 0)] if width else outer[:, :0]
+    key = np.column_stack([loop[events], outer])
+    new_execution = np.ones(len(events), bool)
+    new_execution[1:] = (key[1:] != key[:-1]).any(axis=1)
+    new_iteration = new_execution.copy()
+    if width:
+        new_iteration[1:] |= own[1:] != own[:-1]
+    group = np.full(count, -1, np.int64)
+    group[events] = np.cumsum(new_iteration) - 1
+    execution = np.cumsum(new_execution) - 1
+    last = np.concatenate([np.flatnonzero(new_execution)[1:], [len(events)]]) - 1
+    end = np.zeros(count, np.int64)
+    if len(events):
+        end[events] = events[last][execution] + 1
+    return Level(inside, loop, group, end)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A broken claim: at the later event, with its message."""
+
+    event: int
+    build: object
+
+
+def first_violation(stream, levels_, events, ends, memory, starts, finish, namer):
+    """The first broken claim in program order, or None."""
+    found: list[tuple[int, int, object]] = []
+    for level in levels_:
+        found += _dma_violations(stream, level, events, starts, finish, namer)
+        found += _access_violations(stream, level, ends, memory, namer)
+    if not found:
+        return None
+    event, _, build = min(found, key=lambda f: f[:2])
+    return Violation(event, build)
+
+
+def _dma_violations(stream, level: Level, events, starts, finish, namer):
+    """A DMA whose start and finishing wait are not in one iteration."""
+    waited = finish < events.count
+    s, f = starts[waited], finish[waited]
+    bad = np.flatnonzero(level.group[s] != level.group[f])
+    if not len(bad):
+        return []
+    k = bad[np.argmin(f[bad])]
+    start, wait = int(s[k]), int(f[k])
+
+    def build() -> CopyIRError:
+        loop = int(level.loop[start] or level.loop[wait])
+        where = (
+            f"in iteration {namer.iteration(start)}"
+            if level.inside[start]
+            else "outside the loop"
+        )
+        message = errors.PARALLEL_DMA.format(where=where, loop=_loop_name(stream, loop))
+        return namer.fail(
+            wait, message, (Note("the DMA started here", namer.site(start).loc),)
+        )
+
+    return [(wait, 0, build)]
+
+
+def _access_violations(stream, level: Level, ends, memory, namer):
+    """Reads of another iteration's writes, and HBM written twice."""
+    rows = np.flatnonzero(level.inside[ends.event])
+    if not len(rows):
+        return []
+    group = level.group[ends.event[rows]]
+    uncovered = ends.read[rows] & ~_own_covered(ends, memory, rows, group)
+    # A DMA that adds reads and writes its destination: it takes part
+    # twice, as a write and, unless covered, as a read.
+    rows = np.concatenate([rows, rows[uncovered & ends.write[rows]]])
+    write = np.concatenate(
+        [ends.write[rows[: len(uncovered)]], np.zeros(len(rows) - len(uncovered), bool)]
+    )
+    keep = write | np.concatenate(
+        [uncovered, np.ones(len(rows) - len(uncovered), bool)]
+    )
+    rows, write = rows[keep], write[keep]
+    hbm = np.array([b.space == "hbm" for b in stream.buffers], bool)
+    found = []
+    for shared in (False, True):  # HBM, then VMEM and SMEM
+        mine = np.flatnonzero(hbm[ends.buffer[rows]] != shared)
+        if not len(mine):
+            continue
+        event = ends.event[rows[mine]]
+        accesses = overlaps.Accesses(
+            ends.buffer[rows[mine]],
+            ends.lo[rows[mine]],
+            ends.hi[rows[mine]],
+            write[mine],
+            event,
+            level.end[event],
+            level.group[event],
+        )
+        conflict = overlaps.first_conflict(accesses, bipartite=shared)
+        if conflict is None:
+            continue
+        later, earlier = mine[conflict.later], mine[conflict.earlier]
+        found.append(
+            (
+                int(event[conflict.later]),
+                1,
+                _conflict(stream, level, ends, rows, write, later, earlier, namer),
+            )
+        )
+    return found
+
+
+def _conflict(stream, level: Level, ends, rows, write, later, earlier, namer):
+    """The error for a conflict between two of `rows` (`write` says which
+    took part as writes)."""
+
+    def build() -> CopyIRError:
+        row, other_row = int(rows[later]), int(rows[earlier])
+        event, other = int(ends.event[row]), int(ends.event[other_row])
+        if ends.instant[row]:
+            what = "invalidation" if ends.invalidate[row] else "computation"
+        else:
+            what = "DMA"
+        words = {
+            "what": what,
+            "action": "writes" if write[later] else "reads",
+            "region": namer.region(int(ends.buffer[row]), ends.lo[row], ends.hi[row]),
+            "other": namer.iteration(other),
+            "their": "writes" if write[earlier] else "reads",
+            "loop": _loop_name(stream, int(level.loop[event])),
+        }
+        template = (
+            errors.PARALLEL_WRITES
+            if write[later] and write[earlier]
+            else errors.PARALLEL_READS
+        )
+        return namer.fail(
+            event,
+            template.format(**words),
+            (
+                Note(
+                    errors.PARALLEL_OTHER_ACCESS.format(**words), namer.site(other).loc
+                ),
+            ),
+        )
+
+    return build
+
+
+def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per row: a read that writes of its own iteration, at earlier events,
+    cover whole (so no other iteration's write can reach it)."""
+    covered = np.zeros(len(rows), bool)
+    r = np.flatnonzero(ends.read[rows])
+    if not len(r):
+        return covered
+    # One iteration's buffer is a place; within it, program order.
+    place = group * len(memory.shapes) + ends.buffer[rows]
+    event = ends.event[rows]
+    span = int(event.max()) + 2
+    at = place * span + event
+    write = ends.write[rows] & ~ends.invalidate[rows]
+    invalid = ends.invalidate[rows]
+    w = np.flatnonzero(write)
+    # Exactly the box of the last earlier write of its iteration with that
+    # box, and no invalidation of the buffer since: covered.
+    keys = coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
+    c = _last_equal_before(place[w], keys[w], at[w], place[r], keys[r], at[r])
+    found = c >= 0
+    c = w[np.maximum(c, 0)]
+    found &= (ends.lo[rows[c]] == ends.lo[rows[r]]).all(axis=1)
+    found &= (ends.hi[rows[c]] == ends.hi[rows[r]]).all(axis=1)
+    marks = np.sort(at[invalid])
+    since = np.searchsorted(marks, at[c], side="right")
+    found &= np.searchsorted(marks, at[r], side="left") <= since
+    covered[r[found]] = True
+    # A read with no earlier write to its iteration's buffer is not
+    # covered; the few others are replayed.
+    rest = r[~found]
+    earlier = np.searchsorted(np.sort(at[w]), place[rest] * span, side="left")
+    some = np.searchsorted(np.sort(at[w]), at[rest], side="left") > earlier
+    rest = rest[some]
+    if len(rest):
+        covered[rest] = _replayed(ends, memory, rows, place, at, write, invalid, rest)
+    return covered
+
+
+def _last_equal_before(place, keys, at, query_place, query_keys, query_at):
+    """For each query, the position (in the first arrays) of the last row
+    of its place and key that comes before it; -1 where none."""
+    found = np.full(len(query_at), -1, np.int64)
+    if not len(at):
+        return found
+    order = np.lexsort((at, keys, place))
+    p, k, a = place[order], keys[order], at[order]
+    # Search the place and key, then the program position within them.
+    lo = np.zeros(len(query_at), np.int64)
+    hi = np.full(len(query_at), len(order), np.int64)
+    for column, value in ((p, query_place), (k, query_keys)):
+        lo, hi = (
+            _search_within(column, value, lo, hi, "left"),
+            _search_within(column, value, lo, hi, "right"),
+        )
+    last = _search_within(a, query_at, lo, hi, "left") - 1
+    ok = last >= lo
+    found[ok] = order[last[ok]]
+    return found
+
+
+def _search_within(column, value, lo, hi, side: str) -> np.ndarray:
+    """`np.searchsorted(column[lo:hi], value) + lo` for each query, where
+    each query's range is sorted: a binary search over all ranges at once."""
+    lo, hi = lo.copy(), hi.copy()
+    while (lo < hi).any():
+        active = lo < hi
+        mid = (lo + hi) // 2
+        probe = column[np.minimum(mid, len(column) - 1)]
+        go_right = (probe < value) if side == "left" else (probe <= value)
+        go_right &= active
+        lo = np.where(go_right, mid + 1, lo)
+        hi = np.where(active & ~go_right, mid, hi)
+    return lo
+
+
+def _replayed(ends, memory, rows, place, at, write, invalid, reads) -> np.ndarray:
+    """Whether each of these reads is covered, by replaying its iteration's
+    writes and invalidations of its buffer in program order (the rare
+    reads that no single earlier write covers exactly)."""
+    involved = np.flatnonzero(
+        np.isin(place, np.unique(place[reads])) & (write | invalid)
+    )
+    everything = np.concatenate([reads, involved])
+    runs = coverage.box_runs(
+        memory.shapes,
+        memory.strides,
+        memory.bases,
+        ends.buffer[rows[everything]],
+        ends.lo[rows[everything]],
+        ends.hi[rows[everything]],
+    )
+    role = np.where(runs.owner < len(reads), 0, 1)  # reads first at one event
+    owner = everything[runs.owner]
+    order = np.lexsort((runs.lo, role, at[owner]))
+    sets: dict[int, coverage.IntervalSet] = {}
+    missing: set[int] = set()
+    for k in order.tolist():
+        local = int(owner[k])
+        lo, hi = int(runs.lo[k]), int(runs.hi[k])
+        written = sets.setdefault(int(place[local]), coverage.IntervalSet())
+        if role[k] == 0:
+            if written.first_missing(lo, hi) is not None:
+                missing.add(local)
+        elif invalid[local]:
+            written.remove(lo, hi)
+        else:
+            written.add(lo, hi)
+    return np.array([local not in missing for local in reads.tolist()], bool)
+
+
+def _loop_name(stream: Stream, loop: int) -> str:
+    return stream.loops[loop - 1].name if loop else "?"
