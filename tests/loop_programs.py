@@ -78,6 +78,8 @@ FRAGMENTS = (
     "add",
     "parity",
     "descriptor",
+    "guarded",
+    "parallel",
 )
 
 
@@ -535,6 +537,63 @@ def descriptor(draw, b: Builder) -> None:
     b.expect(z, lambda inputs: inputs[x.name].copy())
 
 
+@st.composite
+def guarded(draw, b: Builder) -> None:
+    """Copies under kernel-level `when`s, outside any loop: y = x under a
+    condition of constants and a named value (`debug = 1`), and a racy
+    debug copy (two DMAs in flight into y at once) under the complement,
+    where it never runs. A program of these alone has no loop."""
+    n = draw(st.integers(1, 8))
+    x = b.param("x", (n,), True)
+    y = b.param("y", (n,), False)
+    flag = draw(st.integers(0, 2))
+    debug = b.index(str(flag))
+    condition, holds = draw(
+        st.sampled_from(
+            [
+                (f"{debug} == 1", flag == 1),
+                (f"{debug} != 1", flag != 1),
+                ("1 > 2", False),
+                ("2 > 1", True),
+                (f"not {debug} == 0", flag != 0),
+                (f"{debug} == 0 or {debug} == 2", flag in (0, 2)),
+                (f"0 <= {debug} < 2 and {debug} >= 1", flag == 1),
+            ]
+        )
+    )
+    good, racy = condition, f"not ({condition})"
+    if not holds:
+        good, racy = racy, good
+    with b.when(good):
+        b.sync_copy(x, y)
+    s, t = b.semaphores(), b.semaphores()
+    with b.when(racy):
+        b.dma("start", x, y, s)
+        b.dma("start", x, y, t)
+        b.dma("wait", x, y, s)
+        b.dma("wait", x, y, t)
+    b.expect(y, lambda inputs: inputs[x.name].copy())
+
+
+@st.composite
+def parallel(draw, b: Builder) -> None:
+    """A grid whose parallel dimensions keep the claim: each iteration
+    fetches its own block into VMEM scratch that every iteration reuses
+    (written before it is read), computes, and writes its own block of y;
+    the parallel dimensions are `parallel=(0,)`, `(0, 1)` or `(1,)`."""
+    gi, gj = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 6))
+    x = b.param("x", (gi * rows, gj * cols), True)
+    y = b.param("y", (gi * rows, gj * cols), False)
+    xw, yw = b.alloc((rows, cols)), b.alloc((rows, cols))
+    dims = draw(st.sampled_from(["(0,)", "(0, 1)", "(1,)"]))
+    with b.loop(f"grid({gi}, {gj})", 2, f", parallel={dims}") as (i, j):
+        block = [(f"{rows} * {i}", rows), (f"{cols} * {j}", cols)]
+        b.sync_copy(b.view(x, block), xw)
+        draw(computation(b, yw, [xw]))
+        b.sync_copy(yw, b.view(y, block))
+
+
 _BUILDERS = {
     "ring": ring,
     "windows": windows,
@@ -543,13 +602,20 @@ _BUILDERS = {
     "add": add,
     "parity": parity,
     "descriptor": descriptor,
+    "guarded": guarded,
+    "parallel": parallel,
 }
+LOOP_FREE = ("guarded",)
+"""Fragments without loops: a program of these alone has none."""
 
 
 @st.composite
 def loop_programs(draw, fragments: Sequence[str] = FRAGMENTS) -> LoopProgram:
     """One kernel of one to three fragments, in one dtype."""
     dtype = draw(st.sampled_from(DTYPES))
+    loop_free = [f for f in fragments if f in LOOP_FREE]
+    if loop_free and draw(st.integers(0, 5)) == 0:  # a kernel with no loop
+        fragments = loop_free
     chosen = draw(st.lists(st.sampled_from(list(fragments)), min_size=1, max_size=3))
     b = Builder(dtype)
     for kind in chosen:
