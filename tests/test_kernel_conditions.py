@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from copyir.backends.interpreter import MODES
 
 import copyir
-from copyir.backends.interpreter import MODES
 from copyir.cli import main
 from copyir.errors import CopyIRError
 
