@@ -622,3 +622,71 @@ def loop_programs(draw, fragments: Sequence[str] = FRAGMENTS) -> LoopProgram:
         draw(_BUILDERS[kind](b))
     inputs = {r.name: r.shape for r, given in b.params if given}
     return LoopProgram(b.text(), inputs, dtype, tuple(chosen), tuple(b.expectations))
+
+
+# --------------------------------------------------------------------------
+# Broken parallel claims, for the fault oracle
+# --------------------------------------------------------------------------
+
+PARALLEL_FAULTS = ("carried", "same_hbm", "cross_dma", "add_carried")
+
+
+@dataclass(frozen=True)
+class ParallelFault:
+    """A grid marked parallel over `i` whose claim one fault breaks, and
+    what every mode must report: the message's start and the iteration
+    (`i = 1, j = 0`) at which the first broken access is made."""
+
+    program: LoopProgram
+    fault: str
+    message: str
+    iteration: str
+
+
+@st.composite
+def parallel_faults(draw) -> ParallelFault:
+    """A parallel grid (i parallel, j sequential inside it) with one fault:
+
+    - `carried`: VMEM state carried across i (an accumulator set before
+      the loop and updated in every iteration): iteration 1 reads what
+      iteration 0 wrote;
+    - `add_carried`: the same through a DMA that adds into VMEM;
+    - `same_hbm`: every iteration writes the same block of y;
+    - `cross_dma`: a DMA started in iteration 0 and waited in the last.
+
+    The first broken access is at i = 1, j = 0 (the last i, j = 0 for
+    `cross_dma`), known by construction."""
+    fault = draw(st.sampled_from(PARALLEL_FAULTS))
+    gi, gj = draw(st.integers(2, 4)), draw(st.integers(1, 3))
+    rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 6))
+    b = Builder(draw(st.sampled_from(("f32", "i32"))))
+    x = b.param("x", (gi * rows, gj * cols), True)
+    y = b.param("y", (gi * rows, gj * cols), False)
+    xw, acc = b.alloc((rows, cols)), b.alloc((rows, cols))
+    s = b.semaphores()
+    b.sync_copy(b.view(x, [(0, rows), (0, cols)]), acc)
+    at, message = 1, "Parallel loop {i}: this DMA reads"
+    with b.loop(f"grid({gi}, {gj})", 2, ", parallel=(0,)") as (i, j):
+        block = [(f"{rows} * {i}", rows), (f"{cols} * {j}", cols)]
+        b.sync_copy(b.view(x, block), xw)
+        if fault == "carried":
+            b.compute(acc, f"{acc.name} + {xw.name}")
+            message = "Parallel loop {i}: this computation reads"
+        elif fault == "add_carried":
+            b.copy(xw, acc, s, add=True)
+        else:
+            b.compute(acc, xw.name)
+        if fault == "same_hbm":
+            b.sync_copy(acc, b.view(y, [(0, rows), (0, cols)]))
+            message = "Parallel loop {i}: this DMA writes"
+        elif fault == "cross_dma":
+            corner = [(0, rows), (0, cols)]
+            with b.when(f"{i} == 0 and {j} == 0"):
+                b.dma("start", b.view(x, corner), b.view(y, corner), s)
+            with b.when(f"{i} == {gi - 1} and {j} == 0"):
+                b.dma("wait", b.view(x, corner), b.view(y, corner), s)
+            at, message = gi - 1, "Parallel loop {i}: this wait finishes the DMA"
+        else:
+            b.sync_copy(acc, b.view(y, block))
+    program = LoopProgram(b.text(), {x.name: x.shape}, b.dtype, (fault,))
+    return ParallelFault(program, fault, message.format(i=i), f"at {i} = {at}, {j} = 0")
