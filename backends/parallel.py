@@ -30,6 +30,7 @@ import numpy as np
 from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.stream import Stream
+from copyir.tables import group_rows, small_groups
 
 from . import coverage, overlaps
 
@@ -110,12 +111,15 @@ class Violation:
     build: object
 
 
-def first_violation(stream, levels_, events, ends, memory, starts, finish, namer):
-    """The first broken claim in program order, or None."""
+def first_violation(
+    stream, levels_, events, ends, memory, starts, finish, namer, stats=None
+):
+    """The first broken claim in program order, or None (`stats`, an
+    `overlaps.Stats`, counts the searches' work)."""
     found: list[tuple[int, int, object]] = []
     for level in levels_:
         found += _dma_violations(stream, level, events, starts, finish, namer)
-        found += _access_violations(stream, level, ends, memory, namer)
+        found += _access_violations(stream, level, ends, memory, namer, stats)
     if not found:
         return None
     event, _, build = min(found, key=lambda f: f[:2])
@@ -147,7 +151,7 @@ def _dma_violations(stream, level: Level, events, starts, finish, namer):
     return [(wait, 0, build)]
 
 
-def _access_violations(stream, level: Level, ends, memory, namer):
+def _access_violations(stream, level: Level, ends, memory, namer, stats=None):
     """Reads of another iteration's writes, and HBM written twice."""
     rows = np.flatnonzero(level.inside[ends.event])
     if not len(rows):
@@ -163,7 +167,7 @@ def _access_violations(stream, level: Level, ends, memory, namer):
     keep = write | np.concatenate(
         [uncovered, np.ones(len(rows) - len(uncovered), bool)]
     )
-    rows, write = rows[keep], write[keep]
+    rows, write = _first_of_each(ends, level, rows[keep], write[keep])
     hbm = np.array([b.space == "hbm" for b in stream.buffers], bool)
     found = []
     for shared in (False, True):  # HBM, then VMEM and SMEM
@@ -180,7 +184,7 @@ def _access_violations(stream, level: Level, ends, memory, namer):
             level.end[event],
             level.group[event],
         )
-        conflict = overlaps.first_conflict(accesses, bipartite=shared)
+        conflict = overlaps.first_conflict(accesses, stats, bipartite=shared)
         if conflict is None:
             continue
         later, earlier = mine[conflict.later], mine[conflict.earlier]
@@ -192,6 +196,28 @@ def _access_violations(stream, level: Level, ends, memory, namer):
             )
         )
     return found
+
+
+def _first_of_each(ends, level: Level, rows, write):
+    """The first access of each iteration to each box, as a read or a
+    write: every access of an iteration meets every access of another
+    (their windows span the execution), so the first one stands for the
+    rest, and an iteration that writes one block many times costs one row,
+    not a quadratic number of candidate pairs."""
+    order = np.argsort(ends.event[rows], kind="stable")
+    rows, write = rows[order], write[order]
+    keys = np.column_stack(
+        [
+            level.group[ends.event[rows]],
+            ends.buffer[rows],
+            write,
+            ends.lo[rows],
+            ends.hi[rows],
+        ]
+    )
+    first, _ = group_rows(keys)
+    first = np.sort(first)
+    return rows[first], write[first]
 
 
 def _conflict(stream, level: Level, ends, rows, write, later, earlier, namer):
@@ -238,8 +264,9 @@ def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray) -> np.ndarra
     r = np.flatnonzero(ends.read[rows])
     if not len(r):
         return covered
-    # One iteration's buffer is a place; within it, program order.
-    place = group * len(memory.shapes) + ends.buffer[rows]
+    # One iteration's buffer is a place (numbered densely, so that a place
+    # and an event make one int64); within it, program order.
+    _, _, place = small_groups(group * len(memory.shapes) + ends.buffer[rows])
     event = ends.event[rows]
     span = int(event.max()) + 2
     at = place * span + event
@@ -248,8 +275,9 @@ def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray) -> np.ndarra
     w = np.flatnonzero(write)
     # Exactly the box of the last earlier write of its iteration with that
     # box, and no invalidation of the buffer since: covered.
-    keys = coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
-    c = _last_equal_before(place[w], keys[w], at[w], place[r], keys[r], at[r])
+    boxes = coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
+    keys = boxes.view(np.int64)
+    c = _last_equal_before(place[w], keys[w], event[w], place[r], keys[r], event[r])
     found = c >= 0
     c = w[np.maximum(c, 0)]
     found &= (ends.lo[rows[c]] == ends.lo[rows[r]]).all(axis=1)
@@ -275,35 +303,18 @@ def _last_equal_before(place, keys, at, query_place, query_keys, query_at):
     found = np.full(len(query_at), -1, np.int64)
     if not len(at):
         return found
-    order = np.lexsort((at, keys, place))
-    p, k, a = place[order], keys[order], at[order]
-    # Search the place and key, then the program position within them.
-    lo = np.zeros(len(query_at), np.int64)
-    hi = np.full(len(query_at), len(order), np.int64)
-    for column, value in ((p, query_place), (k, query_keys)):
-        lo, hi = (
-            _search_within(column, value, lo, hi, "left"),
-            _search_within(column, value, lo, hi, "right"),
-        )
-    last = _search_within(a, query_at, lo, hi, "left") - 1
-    ok = last >= lo
+    pairs = np.column_stack(
+        [np.concatenate([place, query_place]), np.concatenate([keys, query_keys])]
+    )
+    _, kind = group_rows(pairs)
+    span = int(max(at.max(), query_at.max())) + 2
+    mine = kind[: len(at)] * span + at
+    order = np.argsort(mine, kind="stable")
+    last = np.searchsorted(mine[order], kind[len(at) :] * span + query_at) - 1
+    ok = last >= 0
+    ok[ok] = kind[: len(at)][order[last[ok]]] == kind[len(at) :][ok]
     found[ok] = order[last[ok]]
     return found
-
-
-def _search_within(column, value, lo, hi, side: str) -> np.ndarray:
-    """`np.searchsorted(column[lo:hi], value) + lo` for each query, where
-    each query's range is sorted: a binary search over all ranges at once."""
-    lo, hi = lo.copy(), hi.copy()
-    while (lo < hi).any():
-        active = lo < hi
-        mid = (lo + hi) // 2
-        probe = column[np.minimum(mid, len(column) - 1)]
-        go_right = (probe < value) if side == "left" else (probe <= value)
-        go_right &= active
-        lo = np.where(go_right, mid + 1, lo)
-        hi = np.where(active & ~go_right, mid, hi)
-    return lo
 
 
 def _replayed(ends, memory, rows, place, at, write, invalid, reads) -> np.ndarray:

@@ -376,6 +376,71 @@ def _check_pipeline(n: int) -> Stage:
     return _checked(copyir.to_stream(copyir.lower(pipeline_text(n))))
 
 
+def parallel_text(n: int) -> str:
+    """A parallel loop of n iterations: each fetches its row of x into VMEM
+    scratch that all reuse, adds a table read by all from before the loop,
+    and writes its row of y (the claim holds)."""
+    ref = f"f32[{n}, 128] @hbm"
+    return f"""kernel par(x: {ref}, y: {ref}, t: f32[128] @hbm) {{
+  buf = alloc f32[128] @vmem
+  table = alloc f32[128] @vmem
+  sync_copy t -> table
+  for i in range({n}), parallel=(0,) {{
+    sync_copy x[i] -> buf
+    buf[...] = buf + table
+    sync_copy buf -> y[i]
+  }}
+}}
+"""
+
+
+@case("check-parallel-loop", start=1024)
+def _check_parallel(n: int) -> Stage:
+    """check with the parallel claim: N iterations reusing VMEM scratch"""
+    from copyir.backends.interpreter import Executable
+
+    stream = copyir.to_stream(copyir.lower(parallel_text(n)))
+    return lambda: Executable(stream, {"x", "t"}, "eager")
+
+
+@case("check-parallel-revisits", start=1024)
+def _check_parallel_revisits(n: int) -> Stage:
+    """check with the parallel claim: 4 parallel rows, N/4 steps each
+    writing the row's block of y again"""
+    ref = "f32[4, 128] @hbm"
+    text = f"""kernel rev(x: {ref}, y: {ref}) {{
+  buf = alloc f32[128] @vmem
+  for i, j in grid(4, {max(n // 4, 1)}), parallel=(0,) {{
+    sync_copy x[i] -> buf
+    sync_copy buf -> y[i]
+  }}
+}}
+"""
+    from copyir.backends.interpreter import Executable
+
+    stream = copyir.to_stream(copyir.lower(text))
+    return lambda: Executable(stream, {"x"}, "eager")
+
+
+@case("check-parallel-pipeline", start=256)
+def _check_parallel_pipeline(n: int) -> Stage:
+    """check with the parallel claim: a pipeline over grid (N, 2), the
+    first dimension parallel"""
+    ref = f"!copy.ref<{8 * n}x256xf32, hbm>"
+    window = "!copy.ref<8x128xf32, vmem>"
+    spec = f"{ref} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2"
+    text = f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
+  copy.pipeline grid({n}, 2) parallel [0] in %x : {spec}, out %y : {spec} (%xw, %yw, %i, %j) {{
+    copy.compute %yw = "$0" (%xw) : {window}, {window}
+  }}
+}}
+"""
+    from copyir.backends.interpreter import Executable
+
+    stream = copyir.to_stream(copyir.lower(text))
+    return lambda: Executable(stream, {"x"}, "eager")
+
+
 # --------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------
