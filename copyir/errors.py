@@ -236,6 +236,9 @@ COMPUTE_SHAPE = (
 COMPUTE_FLOAT_LITERAL = "Float literal {literal} for an integer destination of {dtype}"
 COMPUTE_LITERAL_RANGE = "Literal {literal} does not fit the destination's {dtype}"
 COMPUTE_INT_DIVISION = "/ is for floats; the destination is {dtype}"
+COMPUTE_BOOL_MINUS = (
+    "- is not defined on bool: numpy and JAX refuse to negate or subtract booleans"
+)
 COMPUTE_MALFORMED = "Malformed computation: {why}"
 
 # Syntax and input.

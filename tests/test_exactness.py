@@ -1,5 +1,9 @@
 """The verifier judges the values a program computes (issue 14, item 4).
 
+Computations: a literal fits its destination's dtype (a bool is 0 or 1, a
+float literal does not overflow to infinity), and `-` is refused on bool
+as numpy and JAX refuse it.
+
 Index expressions and conditions are evaluated exactly: in int64 where the
 loops' ranges prove no intermediate value wraps, in Python integers
 otherwise, so that a condition that would overflow 64 bits neither hides an
@@ -138,3 +142,50 @@ def test_holds_compares_exactly():
         for constraints in comparison(">=", i * OVER_AT_7, AffineExpr.constant(0))
     ]
     assert holds(sets, [np.arange(8, dtype=np.int64)]).all()
+
+
+def computation(dtype: str, statement: str) -> str:
+    return (
+        f"kernel k(x: f32[8] @hbm) {{\n  a = alloc {dtype}[8] @vmem\n"
+        f"  b = alloc {dtype}[8] @vmem\n  {statement}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("statement", ["a[...] = -b", "a[...] = a - b", "a -= b"])
+def test_minus_on_bool_is_a_located_error(statement):
+    err = verify_error(computation("bool", statement))
+    assert str(err) == errors.COMPUTE_BOOL_MINUS
+    assert (err.loc.line, err.loc.col) == (4, 3)
+
+
+@pytest.mark.parametrize(
+    "dtype, literal",
+    [
+        ("bool", "2"),
+        ("bool", "-1"),
+        ("f16", "1e6"),
+        ("f16", "65520.0"),
+        ("f32", "1e39"),
+        ("bf16", "-1e39"),
+        ("f64", "1e400"),
+    ],
+)
+def test_a_literal_out_of_its_dtype_is_a_located_error(dtype, literal, capfd):
+    err = verify_error(computation(dtype, f"a[...] = {literal}"))
+    assert str(err) == errors.COMPUTE_LITERAL_RANGE.format(literal=literal, dtype=dtype)
+    assert (err.loc.line, err.loc.col) == (4, 3)
+    assert capfd.readouterr().err == ""  # no numpy warning
+
+
+@pytest.mark.parametrize(
+    "dtype, statement",
+    [
+        ("bool", "a[...] = 1"),
+        ("bool", "a[...] = a * b + 0"),
+        ("f16", "a[...] = 65504.0"),
+        ("f16", "a[...] = b * 1e-9"),
+    ],
+)
+def test_literals_that_fit_are_accepted(dtype, statement, capfd):
+    copyir.verify(copyir.parse(computation(dtype, statement), "k.cpy"))
+    assert capfd.readouterr().err == ""
