@@ -130,6 +130,18 @@ def ring(n: int) -> str:
     return "\n".join([*lines, "}"]) + "\n"
 
 
+def sibling_loops(n: int) -> str:
+    """N sibling loops of 4 iterations, each copying rows of x through a
+    dynamic view (loop dimensions are numbered per kernel: the last is N)."""
+    lines = [
+        "kernel siblings(x: f32[4, 128] @hbm) {",
+        "  buf = alloc f32[128] @vmem",
+    ]
+    for _ in range(n):
+        lines += ["  for i in range(4) {", "    sync_copy x[i] -> buf", "  }"]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 def parsed(text: str) -> object:
     return copyir.parse(text, "growth.cpy")
 
@@ -216,6 +228,13 @@ def _print_cpy_params(n: int) -> Stage:
     """print (authoring syntax): a kernel of N parameters, a DMA pair each"""
     module = parsed(many_params(n))
     return lambda: copyir.to_text(module, "cpy")
+
+
+@case("verify-sibling-loops")
+def _verify_sibling_loops(n: int) -> Stage:
+    """verify: N sibling loops, each with a dynamic view"""
+    module = parsed(sibling_loops(n))
+    return lambda: copyir.verify(module)
 
 
 @case("parse-verify-ring")

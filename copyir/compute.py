@@ -19,6 +19,8 @@ import numpy as np
 
 OPERATIONS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "neg": 1}
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+MINUS = ("sub", "neg")
+"""The operations numpy and JAX refuse on bool (`-` on True is not a bool)."""
 _TOKEN = re.compile(r"\s*(?:(\()|(\))|(\$\d+)|([-+]?[0-9][0-9a-zA-Z_.+-]*)|([a-z]+))")
 
 
@@ -128,12 +130,20 @@ def literal_value(literal: Literal, dtype: np.dtype):
         if literal.is_float:
             raise ValueError("float")
         value = int(literal.text)
-        if dtype != np.bool_:
-            info = np.iinfo(dtype)
-            if not info.min <= value <= info.max:
-                raise ValueError("range")
+        low, high = (0, 1) if dtype == np.bool_ else _int_range(dtype)
+        if not low <= value <= high:
+            raise ValueError("range")
         return np.asarray(value, dtype)
-    return np.asarray(float(literal.text), dtype)
+    with np.errstate(over="ignore"):  # an overflow is this ValueError
+        value = np.asarray(float(literal.text), dtype)
+    if np.isinf(value) and "inf" not in literal.text:
+        raise ValueError("range")
+    return value
+
+
+def _int_range(dtype: np.dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def check(text: str, dtype, inputs: int) -> Expression:
@@ -156,6 +166,8 @@ def check(text: str, dtype, inputs: int) -> Expression:
             )
         if isinstance(node, Apply) and node.operation == "div" and not floating:
             raise CopyIRError(errors.COMPUTE_INT_DIVISION.format(dtype=dtype.name))
+        if isinstance(node, Apply) and node.operation in MINUS and numpy == np.bool_:
+            raise CopyIRError(errors.COMPUTE_BOOL_MINUS)
         if isinstance(node, Literal):
             if node.is_float and not floating:
                 raise CopyIRError(

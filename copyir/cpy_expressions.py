@@ -280,7 +280,7 @@ def _dnf(
     if kind in ("cond_and", "cond_or"):
         parts = [
             _dnf(source, affine, child, negated, top, depth + 1)
-            for child in tree.children
+            for child in _chain(tree)
         ]
         both = (kind == "cond_and") != negated
         return _product(source, parts, top) if both else [c for p in parts for c in p]
@@ -295,6 +295,18 @@ def _dnf(
     if negated:  # not (a and b) is (not a) or (not b)
         return [c for p in parts for c in p]
     return _product(source, parts, top)
+
+
+def _chain(tree: Tree) -> list[Tree]:
+    """The terms of a flat chain `a or b or c` (the grammar nests it to the
+    left, one level per term): one level, however long the chain, so that
+    only parentheses and `not` count towards the nesting limit."""
+    terms = []
+    while isinstance(tree.children[0], Tree) and tree.children[0].data == tree.data:
+        terms.append(tree.children[1])
+        tree = tree.children[0]
+    terms += reversed(tree.children)
+    return terms[::-1]
 
 
 def _product(

@@ -55,34 +55,34 @@ class Domain:
             size *= loop.upper - loop.lower
         return size
 
-    def chunks(self) -> Iterator[list[np.ndarray]]:
-        """The domain's points, in program order, as each dimension's values
-        (indexed by dimension number; only the points where every condition
-        holds)."""
+    def chunks(self) -> Iterator[dict[int, np.ndarray]]:
+        """The domain's points, in program order, as each loop's values
+        (keyed by dimension number: only the domain's own loops, whatever
+        the numbers, so that the work does not grow with the kernel's other
+        loops; only the points where every condition holds)."""
         trips = [loop.upper - loop.lower for loop in self.loops]
-        width = max((loop.dim for loop in self.loops), default=-1) + 1
         total = self.size
         for start in range(0, total, CHUNK):
             flat = np.arange(start, min(total, start + CHUNK), dtype=np.int64)
             values = np.unravel_index(flat, trips) if trips else ()
-            dims = [np.zeros(len(flat), np.int64) for _ in range(width)]
-            for loop, value in zip(self.loops, values, strict=True):
-                dims[loop.dim] = value + loop.lower
+            dims = {
+                loop.dim: value + loop.lower
+                for loop, value in zip(self.loops, values, strict=True)
+            }
             keep = np.ones(len(flat), bool)
             for sets in self.conditions:
                 keep &= holds(sets, dims)
             if keep.any():
-                yield [d[keep] for d in dims]
+                yield {dim: d[keep] for dim, d in dims.items()}
 
     def first(
-        self, bad: Callable[[list[np.ndarray]], np.ndarray]
+        self, bad: Callable[[dict[int, np.ndarray]], np.ndarray]
     ) -> dict[int, int] | None:
         """The first point, in program order, at which `bad(dims)` holds
-        (dims indexed by dimension number), as each loop's index."""
+        (dims keyed by dimension number), as each loop's index."""
         for dims in self.chunks():
-            mask = np.broadcast_to(
-                np.asarray(bad(dims)), dims[0].shape if dims else (1,)
-            )
+            shape = next(iter(dims.values())).shape if dims else (1,)
+            mask = np.broadcast_to(np.asarray(bad(dims)), shape)
             if mask.any():
                 at = int(np.flatnonzero(mask)[0])
                 return {loop.dim: int(dims[loop.dim][at]) for loop in self.loops}

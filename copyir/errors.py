@@ -236,6 +236,9 @@ COMPUTE_SHAPE = (
 COMPUTE_FLOAT_LITERAL = "Float literal {literal} for an integer destination of {dtype}"
 COMPUTE_LITERAL_RANGE = "Literal {literal} does not fit the destination's {dtype}"
 COMPUTE_INT_DIVISION = "/ is for floats; the destination is {dtype}"
+COMPUTE_BOOL_MINUS = (
+    "- is not defined on bool: numpy and JAX refuse to negate or subtract booleans"
+)
 COMPUTE_MALFORMED = "Malformed computation: {why}"
 
 # Syntax and input.
@@ -246,6 +249,7 @@ DUPLICATE_OPTION = "Option {option} is given twice"
 NESTED_TOO_DEEP = "Input is nested too deeply (more than {limit} levels)"
 NOT_UTF8 = "Input is not UTF-8 text: {why}"
 INT_RANGE = "Integer {value} does not fit in 64 bits"
+DIVIDES_BY_ZERO = "An index expression divides by zero"
 TOO_DEEP = "Input is nested too deeply for the parser"
 DUPLICATE_PARAM = "Kernel parameter {name} is defined twice"
 NOT_IN_KERNEL = "{op} cannot appear inside a kernel"

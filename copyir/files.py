@@ -170,6 +170,7 @@ def check_output(path: str | None) -> None:
         return
     real = os.path.realpath(path)
     info = _stat(real, path)
+    _check_names_file(path, info)
     if info is None:
         parent = os.path.dirname(real)
         if not os.path.isdir(parent):
@@ -184,6 +185,20 @@ def check_output(path: str | None) -> None:
         writable = writable and os.access(os.path.dirname(real), os.W_OK | os.X_OK)
     if not writable:
         raise _cannot(path, errno.EACCES)
+
+
+def _check_names_file(path: str, info: os.stat_result | None) -> None:
+    """`out/`, `out/.`: a path that can only name a directory, which
+    `realpath` forgets, is refused as `open(2)` refuses it, instead of
+    writing a file `out`."""
+    if not (path.endswith(("/", os.sep)) or os.path.basename(path) in (".", "..")):
+        return
+    if info is None:
+        raise _cannot(
+            path, errno.EISDIR if path.endswith(("/", os.sep)) else errno.ENOENT
+        )
+    if not stat.S_ISDIR(info.st_mode):
+        raise _cannot(path, errno.ENOTDIR)
 
 
 def check_not_input(output: str | None, inputs: Iterable[str]) -> None:
@@ -215,6 +230,7 @@ def write_output(path: str | None, data: Payload) -> None:
         return
     real = os.path.realpath(path)
     info = _stat(real, path)
+    _check_names_file(path, info)
     if info is not None and not stat.S_ISREG(info.st_mode):
         if stat.S_ISDIR(info.st_mode):
             raise _cannot(path, errno.EISDIR)

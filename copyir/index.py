@@ -9,7 +9,7 @@ authoring syntax (`8 * i + 8`, `(i + 1) % 2`, `i // 4`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from xdsl.ir.affine import (
@@ -37,18 +37,55 @@ def constant_out_of_range(exprs: Iterable[AffineExpr]) -> int | None:
     return None
 
 
-def evaluate(expr: AffineExpr, dims: Sequence[np.ndarray]) -> np.ndarray:
-    """The expression's value at every point, given each dimension's values
-    (arrays of one shape); mod and floordiv as MLIR defines them for a
-    positive divisor, which are Python's."""
+FAST = 1 << 62
+"""The magnitude below which every intermediate value of an expression must
+stay for it to be evaluated in int64: with this room, a value plus a size or
+minus another value does not wrap either."""
+
+Dims = Sequence[np.ndarray] | Mapping[int, np.ndarray]
+"""Each dimension's values at the points (arrays of one shape), indexed by
+dimension number."""
+
+
+def evaluate(expr: AffineExpr, dims: Dims) -> np.ndarray:
+    """The expression's exact value at every point; mod and floordiv as MLIR
+    defines them for a positive divisor, which are Python's. In int64 when
+    the dimensions' ranges prove that no intermediate value wraps (see
+    FAST), else in Python integers (an object array), so that an index or a
+    condition is never judged on a value the program does not compute."""
+    exact = bounds_over(expr, _ranges(dims), FAST) is None
+    return _evaluate(expr, dims, object if exact else np.int64)
+
+
+def _shape(dims: Dims) -> tuple[int, ...]:
+    values = list(dims.values()) if isinstance(dims, Mapping) else dims
+    return np.shape(values[0]) if len(values) else ()
+
+
+def _ranges(dims: Dims) -> Callable[[int], tuple[int, int]]:
+    """Each dimension's least and greatest value at the points, found when
+    first asked for."""
+    found: dict[int, tuple[int, int]] = {}
+
+    def range_of(position: int) -> tuple[int, int]:
+        if position not in found:
+            values = np.asarray(dims[position])
+            found[position] = (
+                (int(values.min()), int(values.max())) if values.size else (0, 0)
+            )
+        return found[position]
+
+    return range_of
+
+
+def _evaluate(expr: AffineExpr, dims: Dims, dtype) -> np.ndarray:
     if isinstance(expr, AffineConstantExpr):
-        shape = np.shape(dims[0]) if dims else ()
-        return np.full(shape, expr.value, np.int64)
+        return np.full(_shape(dims), expr.value, dtype)
     if isinstance(expr, AffineDimExpr):
-        return np.asarray(dims[expr.position], np.int64)
+        return np.asarray(dims[expr.position], dtype)
     if not isinstance(expr, AffineBinaryOpExpr):
         raise ValueError(f"unsupported index expression {expr}")
-    lhs, rhs = evaluate(expr.lhs, dims), evaluate(expr.rhs, dims)
+    lhs, rhs = _evaluate(expr.lhs, dims, dtype), _evaluate(expr.rhs, dims, dtype)
     kind = expr.kind
     if kind == AffineBinaryOpKind.Add:
         return lhs + rhs
@@ -68,21 +105,30 @@ def bounds(
     dimension in [0, extent), as Python integers (exact, however large);
     None if it divides by zero or by a non-constant, or if a part of it
     reaches `limit` in magnitude."""
-    found = _bounds(expr, extent, limit)
+    return bounds_over(expr, lambda _: (0, max(extent - 1, 0)), limit)
+
+
+def bounds_over(
+    expr: AffineExpr,
+    ranges: Callable[[int], tuple[int, int]],
+    limit: int | None = None,
+) -> tuple[int, int] | None:
+    """`bounds` with each dimension in its own range, `ranges(position)`."""
+    found = _bounds(expr, ranges, limit)
     if found is None or (limit is not None and max(map(abs, found)) >= limit):
         return None
     return found
 
 
-def _bounds(expr: AffineExpr, extent: int, limit: int | None):
+def _bounds(expr: AffineExpr, ranges, limit: int | None):
     if isinstance(expr, AffineConstantExpr):
         return expr.value, expr.value
     if isinstance(expr, AffineDimExpr):
-        return 0, max(extent - 1, 0)
+        return ranges(expr.position)
     if not isinstance(expr, AffineBinaryOpExpr):
         return None
-    lhs = bounds(expr.lhs, extent, limit)
-    rhs = bounds(expr.rhs, extent, limit)
+    lhs = bounds_over(expr.lhs, ranges, limit)
+    rhs = bounds_over(expr.rhs, ranges, limit)
     if lhs is None or rhs is None:
         return None
     kind = expr.kind
@@ -103,20 +149,35 @@ def _bounds(expr: AffineExpr, extent: int, limit: int | None):
     return min(ends), max(ends)
 
 
-def holds(sets: Sequence[AffineSet], dims: Sequence[np.ndarray]) -> np.ndarray:
-    """Where any of the sets holds (each a conjunction of constraints)."""
-    shape = np.shape(dims[0]) if dims else ()
+def divides_by_zero(exprs: Iterable[AffineExpr]) -> bool:
+    """Whether a `mod`, `floordiv` or `ceildiv` in the expressions divides
+    by zero, which has no value (MLIR leaves it undefined)."""
+    return any(
+        isinstance(node, AffineBinaryOpExpr)
+        and node.kind != AffineBinaryOpKind.Add
+        and node.kind != AffineBinaryOpKind.Mul
+        and node.rhs == AffineConstantExpr(0)
+        for expr in exprs
+        for node in expr.dfs()
+    )
+
+
+def holds(sets: Sequence[AffineSet], dims: Dims) -> np.ndarray:
+    """Where any of the sets holds (each a conjunction of constraints),
+    exactly: the two sides are compared, never subtracted."""
+    shape = _shape(dims)
     result = np.zeros(shape, bool)
     for affine_set in sets:
         inside = np.ones(shape, bool)
         for constraint in affine_set.constraints:
-            value = evaluate(constraint.lhs, dims) - evaluate(constraint.rhs, dims)
+            lhs = evaluate(constraint.lhs, dims)
+            rhs = evaluate(constraint.rhs, dims)
             if constraint.kind == AffineConstraintKind.ge:
-                inside &= value >= 0
+                inside &= lhs >= rhs
             elif constraint.kind == AffineConstraintKind.le:
-                inside &= value <= 0
+                inside &= lhs <= rhs
             else:
-                inside &= value == 0
+                inside &= lhs == rhs
         result |= inside
     return result
 

@@ -200,6 +200,7 @@ def analyse(op: PipelineOp) -> Schedule:
             else np.zeros((0, total), np.int64)
         )
         _check_bounds(ref, bref, blocks, points)
+        blocks = blocks.astype(np.int64)  # inside the block grid: no wrapping
         number = counts[output]
         counts[output] += 1
         if output:

@@ -57,7 +57,7 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError
-from copyir.index import evaluate
+from copyir.index import Dims, evaluate
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -212,7 +212,7 @@ def _dims(expr: AffineExpr) -> list[int]:
     return [e.position for e in expr.dfs() if hasattr(e, "position")]
 
 
-def _at(value: int | AffineExpr, dims: list[np.ndarray]) -> np.ndarray:
+def _at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
     return np.asarray(value) if isinstance(value, int) else evaluate(value, dims)
 
 
@@ -231,7 +231,7 @@ def _fail_at(domain: Domain, point: dict[int, int], raise_static) -> None:
 def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
     if isinstance(value, int):
         return value
-    dims = [np.array([point.get(d, 0)]) for d in range(max(point, default=-1) + 1)]
+    dims = {dim: np.array([index]) for dim, index in point.items()}
     return int(evaluate(value, dims)[0])
 
 
@@ -261,7 +261,7 @@ def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domai
 
         def bad(dims, expr=expr, extent=extent, size=size):
             value = _at(expr, dims)
-            return (value < 0) | (value + size > extent)
+            return (value < 0) | (value > extent - size)
 
         point = domain.first(bad)
         if point is not None:

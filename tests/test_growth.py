@@ -199,3 +199,23 @@ def test_the_mlir_printer_takes_each_leaf_once():
         return CountingList.work
 
     assert_linear(work, 500)
+
+
+def sibling_loops(n: int) -> str:
+    """n sibling loops, each with a dynamic view: the kernel numbers its
+    loop dimensions 0 to n - 1."""
+    loop = "  for i in range(4) {\n    sync_copy x[i] -> buf\n  }\n"
+    return (
+        "kernel k(x: f32[4, 8] @hbm) {\n  buf = alloc f32[8] @vmem\n" + loop * n + "}\n"
+    )
+
+
+def test_verify_checks_sibling_loops_in_linear_work():
+    """Each loop's checks see its own dimensions, not one per loop of the
+    kernel (issue 14, section 5)."""
+
+    def work(n: int) -> int:
+        module = copyir.parse(sibling_loops(n))
+        return python_calls(lambda: copyir.verify(module))
+
+    assert_linear(work, 250)

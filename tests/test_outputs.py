@@ -240,6 +240,42 @@ def test_an_unwritable_output_is_found_before_lowering(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(f"copyir: error: cannot write {out}")
 
 
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("new/", "Is a directory"),
+        ("new/.", "No such file or directory"),
+        ("dir/", "Is a directory"),
+        ("dir", "Is a directory"),
+        ("file/", "Not a directory"),
+        ("file/.", "Not a directory"),
+    ],
+)
+def test_an_output_that_names_a_directory_is_refused(name, why, tmp_path, capsys):
+    """`-o new/` is a directory, as open(2) reads it: never a file `new`
+    (issue 14, item 4)."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("kept")
+    out = f"{tmp_path}/{name}"
+    assert main(["lower", str(EXAMPLES / "roundtrip.cpy"), "-o", out]) == 2
+    assert capsys.readouterr().err == f"copyir: error: cannot write {out}: {why}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file"]
+    assert (tmp_path / "file").read_text() == "kept"
+    assert list((tmp_path / "dir").iterdir()) == []
+
+
+def test_write_output_refuses_a_directory_path_too(tmp_path):
+    """The API's own writer, not only the command line's early check."""
+    from copyir.files import FileError, write_output
+
+    with pytest.raises(FileError) as caught:
+        write_output(f"{tmp_path}/new/", "text")
+    assert str(caught.value) == errors.CANNOT_WRITE.format(
+        path=f"{tmp_path}/new/", why="Is a directory"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- --output-params ------------------------------------------------------------------------
 
 

@@ -243,6 +243,29 @@ def test_a_condition_too_large_is_refused():
     assert (err.loc.line, err.loc.col) == (body_line(2), 10)
 
 
+@pytest.mark.parametrize("n", [100, 1000])
+@pytest.mark.parametrize(
+    "op, term, sets", [("or", "i == {k}", None), ("and", "i >= -{k}", 1)]
+)
+def test_a_flat_chain_of_terms_is_one_level_of_nesting(op, term, sets, n):
+    """`a or b or c ...` nests one level per term in the grammar; the
+    nesting limit is for parentheses and `not` (issue 14, item 4)."""
+    cond = f" {op} ".join(term.format(k=k) for k in range(n))
+    module = parse(kernel(f"  for i in range(8) {{\n    when {cond} {{\n    }}\n  }}"))
+    copyir.verify(module)
+    (when,) = ops_of(module, WhenOp)
+    assert len(when.condition.data) == (sets or n)
+    assert_round_trips(module)
+
+
+def test_deeply_parenthesised_conditions_are_still_too_deep():
+    cond = "i == 0"
+    for k in range(1, 100):
+        cond = f"i == {k} or ({cond})"
+    err = error_of(kernel(f"  for i in range(8) {{\n    when {cond} {{\n    }}\n  }}"))
+    assert str(err) == errors.NESTED_TOO_DEEP.format(limit=64)
+
+
 # -- index expressions --------------------------------------------------------
 
 

@@ -46,6 +46,7 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
+from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -68,7 +69,7 @@ from copyir import errors, pytree
 from copyir.attributes import i64_array, int_values, segment_sizes
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
 from copyir.errors import CopyIRError, Note
-from copyir.index import constant_out_of_range
+from copyir.index import constant_out_of_range, divides_by_zero
 from copyir.locations import loc_of
 from copyir.machine import (
     MAX_RANK,
@@ -1919,6 +1920,15 @@ class ForOp(CopyOp):
         )
 
 
+def check_evaluable(exprs: list[AffineExpr]) -> None:
+    """Index expressions have a value at every point: their constants fit
+    in 64 bits and none divides by zero."""
+    if (value := constant_out_of_range(exprs)) is not None:
+        raise CopyIRError(errors.INT_RANGE.format(value=value))
+    if divides_by_zero(exprs):
+        raise CopyIRError(errors.DIVIDES_BY_ZERO)
+
+
 @irdl_op_definition
 class IndexOp(CopyOp):
     """An index value, affine in others: `%slot = copy.index
@@ -1952,8 +1962,7 @@ class IndexOp(CopyOp):
                     f"{len(self.args)} indices to one"
                 )
             )
-        if (value := constant_out_of_range(affine_map.results)) is not None:
-            raise CopyIRError(errors.INT_RANGE.format(value=value))
+        check_evaluable(affine_map.results)
 
     @classmethod
     def parse(cls, parser: Parser) -> IndexOp:
@@ -1996,9 +2005,7 @@ class WhenOp(CopyOp):
                     )
                 )
             constraints = affine_set.data.constraints
-            exprs = [e for c in constraints for e in (c.lhs, c.rhs)]
-            if (value := constant_out_of_range(exprs)) is not None:
-                raise CopyIRError(errors.INT_RANGE.format(value=value))
+            check_evaluable([e for c in constraints for e in (c.lhs, c.rhs)])
 
     @classmethod
     def parse(cls, parser: Parser) -> WhenOp:
@@ -2426,6 +2433,7 @@ class PipelineOp(CopyOp):
                         rank=len(type.get_shape()),
                     )
                 )
+            check_evaluable(affine_map.results)
             window = self.windows[number]
             slot = bref.window_type
             if window.type != ref_type(slot.get_shape()[1:], type.element_type, "vmem"):

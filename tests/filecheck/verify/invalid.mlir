@@ -140,3 +140,17 @@ copy.kernel @k(%x : !copy.ref<64xf32, hbm>) {
 ^bb0(%a: i32):
   copy.kernel @k() {}
 }) : () -> ()
+
+// -----
+
+// An index expression that divides by zero has no value (MLIR leaves it
+// undefined).
+copy.kernel @k(%x : !copy.ref<16xf32, hbm>, %y : !copy.ref<16xf32, hbm>) {
+  copy.for %i in range(0, 8) {
+    // expected-error@+1 {{An index expression divides by zero}}
+    %0 = copy.index affine_map<(d0) -> (d0 mod 0)>(%i)
+    %v = copy.view %x[%0] : !copy.ref<16xf32, hbm>
+    %1 = copy.view %y[0] : !copy.ref<16xf32, hbm>
+    copy.sync_copy %v -> %1 : (!copy.ref<f32, hbm>) -> (!copy.ref<f32, hbm>)
+  }
+}

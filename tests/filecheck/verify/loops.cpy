@@ -390,3 +390,31 @@ kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
     acc += i
   }
 }
+
+# -----
+
+# `-` on bool is refused, as numpy and JAX refuse it.
+kernel k(x: f32[8] @hbm) {
+  a = alloc bool[8] @vmem
+  b = alloc bool[8] @vmem
+  # expected-error@+1 {{- is not defined on bool: numpy and JAX refuse to negate or subtract booleans}}
+  a[...] = a - b
+}
+
+# -----
+
+# A bool literal is 0 or 1.
+kernel k(x: f32[8] @hbm) {
+  a = alloc bool[8] @vmem
+  # expected-error@+1 {{Literal 2 does not fit the destination's bool}}
+  a[...] = 2
+}
+
+# -----
+
+# A float literal that overflows the destination's dtype.
+kernel k(x: f32[8] @hbm) {
+  h = alloc f16[8] @vmem
+  # expected-error@+1 {{Literal 1e6 does not fit the destination's f16}}
+  h[...] = 1e6
+}

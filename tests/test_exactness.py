@@ -1,0 +1,191 @@
+"""The verifier judges the values a program computes (issue 14, item 4).
+
+Computations: a literal fits its destination's dtype (a bool is 0 or 1, a
+float literal does not overflow to infinity), and `-` is refused on bool
+as numpy and JAX refuse it.
+
+Index expressions and conditions are evaluated exactly: in int64 where the
+loops' ranges prove no intermediate value wraps, in Python integers
+otherwise, so that a condition that would overflow 64 bits neither hides an
+out-of-bounds view nor an index the program never computes gets reported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.ir.affine import AffineExpr, AffineSet
+
+import copyir
+from copyir import errors
+from copyir.errors import CopyIRError
+from copyir.index import comparison, evaluate, holds
+
+BIG = 2**62
+OVER_AT_7 = 2**63 // 7 + 1
+"""7 times this is past 2**63 - 1; 6 times it is not."""
+
+
+def verify_error(text: str, filename: str = "k.cpy") -> CopyIRError:
+    with pytest.raises(CopyIRError) as info:
+        copyir.verify(copyir.parse(text, filename))
+    return info.value
+
+
+def test_a_condition_that_would_overflow_still_holds():
+    """`i * c >= 0` holds at i = 7, where 7 * c wraps negative in int64:
+    the view out of bounds at i = 7 is reported there."""
+    text = f"""kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {{
+  for i in range(8) {{
+    when i * {OVER_AT_7} >= 0 {{
+      sync_copy x[i + 1] -> y[0]
+    }}
+  }}
+}}
+"""
+    err = verify_error(text)
+    expected = errors.INDEX_OUT_OF_BOUNDS.format(index=8, dim=0, name="x", size=8)
+    assert str(err) == f"{expected}, at i = 7"
+    assert (err.loc.line, err.loc.col) == (4, 7)
+
+
+def test_an_index_whose_product_would_overflow_is_its_exact_value():
+    """`(i * 2**62) // 2**62` is i: every view is in bounds."""
+    text = f"""kernel k(x: f32[16] @hbm, y: f32[16] @hbm) {{
+  for i in range(8) {{
+    v = x[(i * {BIG}) // {BIG}]
+    sync_copy v -> y[0]
+  }}
+}}
+"""
+    copyir.verify(copyir.parse(text, "k.cpy"))
+
+
+def test_an_out_of_bounds_index_past_64_bits_is_reported_with_its_value():
+    text = f"""kernel k(x: f32[16] @hbm, y: f32[16] @hbm) {{
+  for i in range(8) {{
+    v = x[(i * {BIG}) // {BIG} + 9]
+    sync_copy v -> y[0]
+  }}
+}}
+"""
+    err = verify_error(text)
+    expected = errors.INDEX_OUT_OF_BOUNDS.format(index=16, dim=0, name="x", size=16)
+    assert str(err) == f"{expected}, at i = 7"
+
+
+def test_a_view_end_past_64_bits_is_out_of_bounds():
+    """A start that fits in int64 whose end does not: `start + size` must
+    not wrap back into the array."""
+    start = 2**63 - 16
+    text = f"""kernel k(x: f32[16] @hbm, y: f32[16] @hbm) {{
+  for i in range(2) {{
+    when i == 1 {{
+      sync_copy x[ds(i * {start}, 16)] -> y
+    }}
+  }}
+}}
+"""
+    err = verify_error(text)
+    expected = errors.SLICE_OUT_OF_BOUNDS.format(
+        start=start, stop=start + 16, dim=0, name="x", size=16
+    )
+    assert str(err) == f"{expected}, at i = 1"
+
+
+def test_a_pipeline_index_map_is_evaluated_exactly():
+    text = f"""kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {{
+  pipeline grid=(8,)
+      in  x block=(8, 128) index=(i) -> ((i * {BIG}) // {BIG}, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {{
+    yw[...] = xw
+  }}
+}}
+"""
+    copyir.verify(copyir.parse(text, "k.cpy"))
+
+
+def test_an_index_map_that_divides_by_zero_is_an_error():
+    """MLIR leaves `mod 0` undefined: an error at the op, not a numpy
+    warning and a guessed value."""
+    text = """builtin.module {
+  copy.kernel @k(%x: !copy.ref<16xf32, hbm>, %y: !copy.ref<16xf32, hbm>) {
+    copy.for %i in range(0, 8) {
+      %0 = copy.index affine_map<(d0) -> (d0 mod 0)>(%i)
+      %v = copy.view %x[%0] : !copy.ref<16xf32, hbm>
+      %1 = copy.view %y[0] : !copy.ref<16xf32, hbm>
+      copy.sync_copy %v -> %1 : (!copy.ref<f32, hbm>) -> (!copy.ref<f32, hbm>)
+    }
+  }
+}
+"""
+    err = verify_error(text, "k.mlir")
+    assert str(err) == errors.DIVIDES_BY_ZERO
+    assert err.loc.line == 4
+
+
+def test_evaluate_is_int64_where_nothing_wraps_and_exact_elsewhere():
+    i = AffineExpr.dimension(0)
+    dims = [np.arange(8, dtype=np.int64)]
+    small = evaluate(i * 3 + 1, dims)
+    assert small.dtype == np.int64
+    assert small.tolist() == [3 * k + 1 for k in range(8)]
+    large = evaluate((i * BIG) // BIG, dims)
+    assert [int(v) for v in large] == list(range(8))
+
+
+def test_holds_compares_exactly():
+    i = AffineExpr.dimension(0)
+    sets = [
+        AffineSet(1, 0, constraints)
+        for constraints in comparison(">=", i * OVER_AT_7, AffineExpr.constant(0))
+    ]
+    assert holds(sets, [np.arange(8, dtype=np.int64)]).all()
+
+
+def computation(dtype: str, statement: str) -> str:
+    return (
+        f"kernel k(x: f32[8] @hbm) {{\n  a = alloc {dtype}[8] @vmem\n"
+        f"  b = alloc {dtype}[8] @vmem\n  {statement}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("statement", ["a[...] = -b", "a[...] = a - b", "a -= b"])
+def test_minus_on_bool_is_a_located_error(statement):
+    err = verify_error(computation("bool", statement))
+    assert str(err) == errors.COMPUTE_BOOL_MINUS
+    assert (err.loc.line, err.loc.col) == (4, 3)
+
+
+@pytest.mark.parametrize(
+    "dtype, literal",
+    [
+        ("bool", "2"),
+        ("bool", "-1"),
+        ("f16", "1e6"),
+        ("f16", "65520.0"),
+        ("f32", "1e39"),
+        ("bf16", "-1e39"),
+        ("f64", "1e400"),
+    ],
+)
+def test_a_literal_out_of_its_dtype_is_a_located_error(dtype, literal, capfd):
+    err = verify_error(computation(dtype, f"a[...] = {literal}"))
+    assert str(err) == errors.COMPUTE_LITERAL_RANGE.format(literal=literal, dtype=dtype)
+    assert (err.loc.line, err.loc.col) == (4, 3)
+    assert capfd.readouterr().err == ""  # no numpy warning
+
+
+@pytest.mark.parametrize(
+    "dtype, statement",
+    [
+        ("bool", "a[...] = 1"),
+        ("bool", "a[...] = a * b + 0"),
+        ("f16", "a[...] = 65504.0"),
+        ("f16", "a[...] = b * 1e-9"),
+    ],
+)
+def test_literals_that_fit_are_accepted(dtype, statement, capfd):
+    copyir.verify(copyir.parse(computation(dtype, statement), "k.cpy"))
+    assert capfd.readouterr().err == ""
