@@ -130,6 +130,17 @@ def ring(n: int) -> str:
     return "\n".join([*lines, "}"]) + "\n"
 
 
+def pipelines_over_one_input(n: int) -> str:
+    """N pipelines in x, out y: every window a fresh name from `x_window`
+    and `y_window` (a search from the start each time would be quadratic)."""
+    spec = "block=(1, 128) index=(i) -> (0, 0)"
+    lines = ["kernel many(x: f32[1, 128] @hbm, y: f32[1, 128] @hbm) {"]
+    for _ in range(n):
+        lines.append(f"  pipeline grid=(1,) in x {spec} out y {spec} (xw, yw) {{")
+        lines += ["    yw[...] = xw", "  }"]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 def parsed(text: str) -> object:
     return copyir.parse(text, "growth.cpy")
 
@@ -230,6 +241,12 @@ def _print_cpy_ring(n: int) -> Stage:
     """print (authoring syntax): an unrolled ring of N DMA pairs, 16 slots"""
     module = parsed(ring(n))
     return lambda: copyir.to_text(module, "cpy")
+
+
+@case("lower-pipelines-one-input")
+def _lower_pipelines_one_input(n: int) -> Stage:
+    """lower (the passes): N pipelines over one input, each window named anew"""
+    return lowering(verified(pipelines_over_one_input(n)))
 
 
 # --------------------------------------------------------------------------
