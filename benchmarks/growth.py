@@ -142,6 +142,17 @@ def sibling_loops(n: int) -> str:
     return "\n".join([*lines, "}"]) + "\n"
 
 
+def pipelines_over_one_input(n: int) -> str:
+    """N pipelines in x, out y: every window a fresh name from `x_window`
+    and `y_window` (a search from the start each time would be quadratic)."""
+    spec = "block=(1, 128) index=(i) -> (0, 0)"
+    lines = ["kernel many(x: f32[1, 128] @hbm, y: f32[1, 128] @hbm) {"]
+    for _ in range(n):
+        lines.append(f"  pipeline grid=(1,) in x {spec} out y {spec} (xw, yw) {{")
+        lines += ["    yw[...] = xw", "  }"]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 def parsed(text: str) -> object:
     return copyir.parse(text, "growth.cpy")
 
@@ -249,6 +260,12 @@ def _print_cpy_ring(n: int) -> Stage:
     """print (authoring syntax): an unrolled ring of N DMA pairs, 16 slots"""
     module = parsed(ring(n))
     return lambda: copyir.to_text(module, "cpy")
+
+
+@case("lower-pipelines-one-input")
+def _lower_pipelines_one_input(n: int) -> Stage:
+    """lower (the passes): N pipelines over one input, each window named anew"""
+    return lowering(verified(pipelines_over_one_input(n)))
 
 
 # --------------------------------------------------------------------------
@@ -448,8 +465,9 @@ def _check_parallel_pipeline(n: int) -> Stage:
     ref = f"!copy.ref<{8 * n}x256xf32, hbm>"
     window = "!copy.ref<8x128xf32, vmem>"
     spec = f"{ref} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2"
+    specs = f"in %x : {spec}, out %y : {spec}"
     text = f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
-  copy.pipeline grid({n}, 2) parallel [0] in %x : {spec}, out %y : {spec} (%xw, %yw, %i, %j) {{
+  copy.pipeline grid({n}, 2) parallel [0] {specs} (%xw, %yw, %i, %j) {{
     copy.compute %yw = "$0" (%xw) : {window}, {window}
   }}
 }}

@@ -257,7 +257,29 @@ def check_protocol(
     wrote. Parameters count as inputs."""
     from copyir.backends.interpreter import check_stream
 
-    check_stream(to_stream(lower(program, kernel, target)))
+    program = _program(program, "check_protocol")
+    if isinstance(program, ModuleOp):
+        check_stream(lowered_stream(program, kernel, target))
+    else:
+        check_stream(to_stream(lower(program, kernel, target)))
+
+
+def lowered_stream(
+    module: ModuleOp,
+    kernel: str | None = None,
+    target: str = "default",
+    *,
+    in_place: bool = False,
+) -> Stream:
+    """The stream of a kernel, verified and lowered here (see `lower`).
+
+    The stream is marked as copyir's own (`Stream.lowered`): a field of it
+    that the validator refuses is an `InternalError`, copyir's bug, not a
+    `Malformed DMA stream` as in a stream read or built by hand.
+    """
+    from copyir.stream import from_program
+
+    return from_program(lower(module, kernel, target, in_place=in_place), lowered=True)
 
 
 def to_stream(program: ProgramOp | Stream) -> Stream:
@@ -291,10 +313,11 @@ def run(
     ours = not isinstance(program, ModuleOp)  # parsed here: ours to lower in place
     program = _program(program, "run")
     if isinstance(program, ModuleOp):
-        program = lower(program, kernel, target, in_place=ours)
+        stream = lowered_stream(program, kernel, target, in_place=ours)
     else:
         check_kernel(program, kernel)
-    return run_stream(to_stream(program), dict(inputs or {}), mode, seed)
+        stream = to_stream(program)
+    return run_stream(stream, dict(inputs or {}), mode, seed)
 
 
 def to_text(

@@ -609,15 +609,16 @@ def _stream_and_inputs(unit: _Unit, args: argparse.Namespace):
     each checked against its parameter before its data is read."""
     from xdsl.dialects.builtin import ModuleOp
 
+    from copyir.api import lowered_stream
     from copyir.backends.interpreter import fill_inputs
     from copyir.files import load_inputs, parameters
 
     program = _program(unit, args, check=False)
     if isinstance(program, ModuleOp):
-        program = copyir.lower(program, args.kernel, args.target, in_place=True)
+        stream = lowered_stream(program, args.kernel, args.target, in_place=True)
     else:
         copyir.verify(program)
-    stream = copyir.to_stream(program)
+        stream = copyir.to_stream(program)
     inputs = load_inputs(args.input, parameters(stream), stream.kernel)
     if args.fill_inputs:
         inputs = fill_inputs(stream, inputs, args.fill_inputs, args.seed)

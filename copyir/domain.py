@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir.affine import AffineSet
 
-from copyir.index import holds
+from copyir.index import grid_points, holds
 
 CHUNK = 1 << 20
 """Points evaluated at once."""
@@ -64,7 +64,7 @@ class Domain:
         total = self.size
         for start in range(0, total, CHUNK):
             flat = np.arange(start, min(total, start + CHUNK), dtype=np.int64)
-            values = np.unravel_index(flat, trips) if trips else ()
+            values = grid_points(trips, flat) if trips else ()
             dims = {
                 loop.dim: value + loop.lower
                 for loop, value in zip(self.loops, values, strict=True)

@@ -63,6 +63,12 @@ class InvocationError(CopyIRError):
     raises it like any other `CopyIRError`."""
 
 
+class InternalError(Exception):
+    """A bug in copyir that its own checks caught, such as a stream its
+    lowering made that the validator refuses: never the user's mistake, so
+    not a `CopyIRError` (the command line exits 3 and asks for a report)."""
+
+
 class CopyIRWarning(UserWarning):
     """A located diagnostic that does not stop the command.
 
@@ -320,6 +326,9 @@ RUN_PARTLY_WRITTEN = (
 RUN_BAD_SEED = "The seed must be an integer from 0 to 2**63 - 1, got {seed}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"
 STREAM_MALFORMED = "Malformed DMA stream: {why}"
+"""For streams read or built by hand; one that copyir's lowering made is
+LOWERED_STREAM_INVALID, an internal error."""
+LOWERED_STREAM_INVALID = "The lowering made an invalid DMA stream: {why}, at {where}"
 CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
 RUN_NOT_A_BOX = (
     "DMA {end} {region} is not a box of buffer {name} {shape}: its "

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir.errors import CopyIRError
-from copyir.index import evaluate, holds
+from copyir.index import evaluate, grid_points, holds
 from copyir.stream import COMPUTE, Stream
 
 
@@ -99,11 +99,7 @@ def expand(stream: Stream, order: Mapping[int, np.ndarray] | None = None) -> Tra
     for loop in np.unique(loop_of):
         loops = chain(stream, int(loop))
         trips = [stream.loops[x - 1].trip_count for x in loops]
-        points = (
-            np.indices(trips).reshape(len(trips), -1)
-            if loops
-            else np.zeros((0, 1), np.int64)
-        )
+        points = grid_points(trips) if loops else np.zeros((0, 1), np.int64)
         for row in rows[loop_of == loop]:
             parts.append(
                 _events(

@@ -37,6 +37,24 @@ def constant_out_of_range(exprs: Iterable[AffineExpr]) -> int | None:
     return None
 
 
+def grid_points(trips: Sequence[int], flat: np.ndarray | None = None) -> np.ndarray:
+    """(len(trips), points): the indices of points of a row-major grid (the
+    last index fastest), at the flat positions `flat` (all of them by
+    default). `np.indices` and `np.unravel_index` refuse more than 32 or 64
+    dimensions; this has no such limit (a grid of 70 dimensions of 1 is a
+    valid program)."""
+    if flat is None:
+        total = 1
+        for trip in trips:
+            total *= trip
+        flat = np.arange(total, dtype=np.int64)
+    points = np.empty((len(trips), len(flat)), np.int64)
+    rest = flat
+    for d in reversed(range(len(trips))):
+        rest, points[d] = np.divmod(rest, trips[d])
+    return points
+
+
 FAST = 1 << 62
 """The magnitude below which every intermediate value of an expression must
 stay for it to be evaluated in int64: with this room, a value plus a size or

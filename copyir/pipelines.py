@@ -45,7 +45,7 @@ from copyir.dialects.copy import (
     describe,
 )
 from copyir.errors import CopyIRError
-from copyir.index import evaluate
+from copyir.index import evaluate, grid_points
 
 MAX_STEPS = 1 << 26
 """A pipeline's grid is enumerated to check it: at most this many steps."""
@@ -181,7 +181,7 @@ def analyse(op: PipelineOp) -> Schedule:
         raise CopyIRError(
             errors.PIPELINE_TOO_LARGE.format(steps=total, limit=MAX_STEPS)
         )
-    points = np.indices(grid).reshape(len(grid), -1)
+    points = grid_points(grid)
     dims = list(points)
     inner = int(np.prod(grid[parallel:]))
     first = np.arange(total) % inner == 0  # each schedule's first step

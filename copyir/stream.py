@@ -43,7 +43,7 @@ from copyir import errors
 from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
 from copyir.dtypes import BY_IR, BY_NAME, DTYPES
-from copyir.errors import CopyIRError, Loc
+from copyir.errors import CopyIRError, InternalError, Loc
 from copyir.locations import detail_of, loc_of, with_detail
 from copyir.machine import MAX_RANK, SPACES
 
@@ -194,6 +194,10 @@ class Stream:
     lines: list[Loc] | None = None
     """Where each instruction is written in that file (`.dma` text only), so
     that a malformed field is reported at its line."""
+    lowered: bool = False
+    """Made by copyir's own lowering of a verified program, not read or
+    built by hand: a malformed field in it is copyir's bug, an
+    `InternalError`, never `Malformed DMA stream`."""
 
     def written_at(self, row: int) -> Loc | None:
         if self.lines is not None and 0 <= row < len(self.lines):
@@ -263,23 +267,29 @@ class Stream:
 
 
 def from_program(
-    program: dma.ProgramOp, written: dict[Operation, Loc | None] | None = None
+    program: dma.ProgramOp,
+    written: dict[Operation, Loc | None] | None = None,
+    lowered: bool = False,
 ) -> Stream:
     """The tables of a `dma.program`.
 
     What the tables cannot hold (an unknown space or element type, strides
     that do not match the shape) is a `Malformed DMA stream` error at the
     op, located where `written` says it was written, else at the op; every
-    other check is `copyir.validate`'s, on the tables.
+    other check is `copyir.validate`'s, on the tables. A program that
+    copyir's lowering just made is `lowered` (see `Stream.lowered`).
     """
-    return _Tables(written or {}).of(program)
+    stream = _Tables(written or {}, lowered).of(program)
+    stream.lowered = lowered
+    return stream
 
 
 class _Tables:
     """Builds a stream's tables from its ops, interning maps and predicates."""
 
-    def __init__(self, written: dict[Operation, Loc | None]):
+    def __init__(self, written: dict[Operation, Loc | None], lowered: bool = False):
         self.written = written
+        self.lowered = lowered
         self.loops: list[Loop] = []
         self.instructions: list[tuple[Operation, int]] = []
         self.maps: dict[AffineMap, int] = {}
@@ -287,8 +297,10 @@ class _Tables:
         self.computes: dict[Compute, int] = {}
         self.origins: dict[Origin, int] = {}
 
-    def bad(self, op: Operation, why: str) -> CopyIRError:
+    def bad(self, op: Operation, why: str) -> Exception:
         where = self.written.get(op) or loc_of(op.location)
+        if self.lowered:
+            return lowering_bug(why, where)
         return CopyIRError(errors.STREAM_MALFORMED.format(why=why), where)
 
     def of(self, program: dma.ProgramOp) -> Stream:
@@ -436,6 +448,13 @@ class _Tables:
             op.param is not None,
             loc_of(op.location),
         )
+
+
+def lowering_bug(why: str, where: Loc | None) -> InternalError:
+    """A problem in a stream copyir's lowering made: copyir's bug."""
+    return InternalError(
+        errors.LOWERED_STREAM_INVALID.format(why=why, where=where or "an unknown place")
+    )
 
 
 def to_program(stream: Stream) -> dma.ProgramOp:

@@ -34,7 +34,16 @@ from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
 from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
-from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
+from copyir.stream import (
+    COMPUTE,
+    INVALIDATE,
+    OPS,
+    START,
+    WAIT,
+    Buffer,
+    Stream,
+    lowering_bug,
+)
 from copyir.tables import small_groups
 from copyir.target import BUILTIN
 
@@ -246,10 +255,15 @@ def validate_stream(
     return Validated(layout, trace, src, dst, operands, width)
 
 
-def locate(stream: Stream, problem: StreamProblem) -> CopyIRError:
+def locate(stream: Stream, problem: StreamProblem) -> Exception:
     """The problem as a user sees it: where the instruction is written (for
-    a malformed field) or where it came from (for a bad access)."""
+    a malformed field) or where it came from (for a bad access). A
+    malformed field in a stream copyir's lowering made is copyir's bug."""
     row = problem.row
+    if problem.malformed and stream.lowered:
+        where = problem.loc or (stream.origin(row).loc if row >= 0 else None)
+        why = f"instruction {row}: {problem.message}" if row >= 0 else problem.message
+        return lowering_bug(why, where)
     if not problem.malformed and row >= 0:
         origin = stream.origin(row)
         if origin.loc is not None:

@@ -72,6 +72,7 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
+from copyir.names import FreshNames
 
 Strided = tuple[str, int | AffineExpr, list[int], list[int]]
 """(space, byte address, shape, strides in elements) of one end of a DMA;
@@ -135,6 +136,19 @@ class _Lowering:
         self.ops: list[Operation] = []
         self.semaphores = 0
         self.accesses = Accesses()
+        self.names = FreshNames(
+            [
+                *kernel.param_names,
+                *(
+                    r.name_hint
+                    for op in kernel.body.block.ops
+                    for r in op.results
+                    if r.name_hint
+                ),
+            ]
+        )
+        """The kernel's top-level names, and fresh ones for the rest."""
+        self.claimed: set[str] = set()
 
     @staticmethod
     def needs(before: str, why: str, op: Operation | None = None) -> CopyIRError:
@@ -151,7 +165,7 @@ class _Lowering:
         for arg, name, address in zip(
             kernel.params, kernel.param_names, addresses, strict=True
         ):
-            self.buffer(arg, name, "hbm", address, param=True)
+            self.buffer(arg, self.declared_name(name, "arg"), "hbm", address, True)
         for op in kernel.body.block.ops:
             self.lower(op, self.ops, _Context())
         target = kernel.attributes[TARGET].data
@@ -161,6 +175,15 @@ class _Lowering:
         sems = [d for d in self.declarations if not isinstance(d, dma.BufferOp)]
         body = Block([*buffers, *sems, *self.ops])
         return dma.ProgramOp(kernel.kernel_name, target, self.semaphores, Region(body))
+
+    def declared_name(self, name: str | None, fallback: str) -> str:
+        """The stream's name of a buffer or semaphore: its own if no other
+        declaration has it, else a fresh one (the stream identifies
+        buffers by name; an unnamed `buffer2` must not take a user's)."""
+        if name and name not in self.claimed:
+            self.claimed.add(name)
+            return name
+        return self.names(name or fallback)
 
     def buffer(
         self, value: SSAValue, name: str, space: str, address: int, param: bool
@@ -234,7 +257,7 @@ class _Lowering:
         if isinstance(op, AllocOp):
             if ADDRESS not in op.attributes:
                 raise self.needs("assign-addresses", "an alloc has no address", op)
-            name = op.result.name_hint or f"buffer{len(self.buffers)}"
+            name = self.declared_name(op.result.name_hint, f"buffer{len(self.buffers)}")
             address = op.attributes[ADDRESS].value.data
             self.buffer(op.result, name, op.result.type.space_name, address, False)
         elif isinstance(op, SemaphoreOp):
@@ -250,7 +273,9 @@ class _Lowering:
             self.semaphores = max(self.semaphores, first + count)
             if op.result.name_hint:  # named by the user: named in messages too
                 properties = {
-                    "sem_name": StringAttr(op.result.name_hint),
+                    "sem_name": StringAttr(
+                        self.declared_name(op.result.name_hint, "sem")
+                    ),
                     "first": IntegerAttr(first, i64),
                     "shape": i64_array(shape),
                 }

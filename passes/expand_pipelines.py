@@ -80,6 +80,7 @@ from copyir.dialects.copy import (
     sem_index_result_type,
     set_name,
 )
+from copyir.names import FreshNames
 from copyir.pipelines import Operand, Schedule, analyse
 
 Value = int | SSAValue
@@ -225,8 +226,12 @@ def _holds(constraints: list[AffineConstraintExpr]) -> bool | None:
 
 
 class _Expansion:
-    def __init__(self, op: PipelineOp):
+    def __init__(self, op: PipelineOp, names: FreshNames):
         self.op = op
+        self.names = names
+        """The kernel's names: the window buffers and semaphores get fresh
+        ones (two pipelines over one input, `in x` and `out x`, a scratch
+        the user named `x_window`)."""
         self.schedule = analyse(op)
         self.location = op.location
 
@@ -270,14 +275,14 @@ class _Expansion:
             )
         bref = BufferedRefOp.create(result_types=[bref_type], location=self.location)
         name = getattr(spec.ref, "name_hint", None) or "operand"
-        set_name(bref.results[0], f"{name}_window")
+        self.names.name(bref.results[0], f"{name}_window")
         top.append(bref)
         sems = None
         if not spec.trivial and self.op.no_pipelining is None:
             sem = SemaphoreOp.create(
                 result_types=[SemaphoreArrayType([buffers])], location=self.location
             )
-            set_name(sem.results[0], f"{name}_sems")
+            self.names.name(sem.results[0], f"{name}_sems")
             top.append(sem)
             sems = sem.results[0]
         return _Operand(spec, bref.results[0], sems)
@@ -441,8 +446,8 @@ class _Expansion:
             for operand in inputs:
                 block = [build.value(e) for e in schedule.block(operand.spec, point)]
                 build.add(self.sync_copy(operand, block, 0, copy_in=True))
-        windows = {}
-        for operand in operands:
+        windows: dict[int, SSAValue] = {}  # by position: `in x` and `out x`
+        for position, operand in enumerate(operands):
             slot = build.value(self.slot(operand.spec, point))
             static = (
                 {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
@@ -455,10 +460,12 @@ class _Expansion:
                 properties=static,
                 result_types=[WindowOp.slot_type(operand.bref.type)],
             )
-            windows[operand.spec.ref] = build.add(window).results[0]
-        for operand in outputs:  # a block's first visit: unwritten until written
+            windows[position] = build.add(window).results[0]
+        for position, operand in enumerate(operands):
+            if operand.spec.trivial or not operand.spec.output:
+                continue  # a block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
-            guarded.add(InvalidateOp.create(operands=[windows[operand.spec.ref]]))
+            guarded.add(InvalidateOp.create(operands=[windows[position]]))
         self.inline_body(build, windows)
         if not pipelined:
             for operand in outputs:
@@ -499,8 +506,8 @@ class _Expansion:
     def inline_body(self, build: _Builder, windows) -> None:
         """Move the pipeline's body into the step, its windows and grid
         indices replaced by the step's (the moved ops keep their locations)."""
-        for arg, ref in zip(self.op.windows, self.op.refs, strict=True):
-            arg.replace_all_uses_with(windows[ref])
+        for position, arg in enumerate(self.op.windows):
+            arg.replace_all_uses_with(windows[position])
         for d, arg in enumerate(self.op.indices):
             arg.replace_all_uses_with(build.grid[d])
         for child in list(self.op.body.block.ops):
@@ -515,5 +522,9 @@ class ExpandPipelinesPass(ModulePass):
     name = "expand-pipelines"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        names: dict[Operation, FreshNames] = {}
         for pipeline in [o for o in op.walk() if isinstance(o, PipelineOp)]:
-            _Expansion(pipeline).run()
+            kernel = kernel_level(pipeline).parent_op()
+            if kernel not in names:
+                names[kernel] = FreshNames.of(kernel)
+            _Expansion(pipeline, names[kernel]).run()
