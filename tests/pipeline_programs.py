@@ -28,6 +28,7 @@ examples), index maps with arithmetic.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -46,6 +47,18 @@ class Spec:
     """Per array dimension, the grid dimension it follows (None: block 0)."""
     buffers: int
     grid: tuple[int, ...]
+    window_name: str = ""
+    """The window buffer's name in the stream (a fresh name: see
+    `Pipeline.named`); `x0_window` by default."""
+    sems_name: str = ""
+
+    @property
+    def window(self) -> str:
+        return self.window_name or f"{self.name}_window"
+
+    @property
+    def sems(self) -> str:
+        return self.sems_name or f"{self.name}_sems"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -75,6 +88,43 @@ class Pipeline:
     parallel: int
     specs: tuple[Spec, ...]
     no_pipelining: bool = False
+    copies: int = 1
+    """The pipeline written this many times in the kernel, over the same
+    inputs and outputs (each copy's windows get fresh names)."""
+    clash: bool = False
+    """A user scratch buffer named as the first input's window would be."""
+
+    @property
+    def classes(self) -> set[str]:
+        """The classes of input this pipeline belongs to, for coverage."""
+        found = set()
+        if self.copies > 1:
+            found.add("pipelines sharing inputs")
+        if self.clash:
+            found.add("made name clashing with a user name")
+        if self.parallel:
+            found.add("parallel prefix")
+        return found
+
+    def named(self, copy: int) -> Pipeline:
+        """The pipeline's `copy`-th instance, its windows and semaphores
+        named as the lowering names them: `x0_window`, then `x0_window_1`,
+        ..., past any name the user took."""
+        taken = 1 if self.clash else 0
+
+        def suffix(n: int) -> str:
+            return f"_{n}" if n else ""
+
+        specs = tuple(
+            dataclasses.replace(
+                s,
+                window_name=f"{s.name}_window"
+                + suffix(copy + (taken if s is self.inputs[0] else 0)),
+                sems_name=f"{s.name}_sems{suffix(copy)}",
+            )
+            for s in self.specs
+        )
+        return dataclasses.replace(self, specs=specs, copies=1, clash=False)
 
     @property
     def inputs(self) -> list[Spec]:
@@ -110,10 +160,16 @@ class Pipeline:
             + " no_pipelining" * self.no_pipelining
         )
         grid = ", ".join(map(str, self.grid))
-        return (
-            f"copy.kernel @generated({params}) {{\n"
+        scratch = ""
+        if self.clash:
+            scratch = f"  %{first.window} = copy.alloc : {window(first)}\n"
+        pipeline = (
             f"  copy.pipeline grid({grid}){options} {', '.join(specs)} "
-            f"({windows}, {indices}) {{\n{body}\n  }}\n}}\n"
+            f"({windows}, {indices}) {{\n{body}\n  }}\n"
+        )
+        return (
+            f"copy.kernel @generated({params}) {{\n{scratch}"
+            f"{pipeline * self.copies}}}\n"
         )
 
 
@@ -134,7 +190,9 @@ def _iteration(point: tuple[int, ...]) -> str:
 
 def pallas_schedule(p: Pipeline) -> list[str]:
     """Every event, as `copyir run --trace` prints it (a synchronous copy's
-    internal semaphore written `sync`)."""
+    internal semaphore written `sync`), each copy of the pipeline in turn."""
+    if p.copies > 1 or p.clash:
+        return [line for c in range(p.copies) for line in pallas_schedule(p.named(c))]
     events: list[str] = []
     for s in p.inputs:
         if s.trivial:
@@ -175,7 +233,7 @@ def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
         at(
             prefix,
             f"start {s.name}[{s.region(points[t])}] -> {_window(s, k)} "
-            f"on {s.name}_sems[{k}]",
+            f"on {s.sems}[{k}]",
         )
 
     inputs = [s for s in active if not s.output]
@@ -198,7 +256,7 @@ def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
                     fetch(s, ahead, here)
             for s in inputs:
                 if changed[s.name][t]:
-                    at(here, f"wait {s.name}_sems[{slot[s.name][t]}] 4096")
+                    at(here, f"wait {s.sems}[{slot[s.name][t]}] 4096")
         for s in outputs:
             if changed[s.name][t]:
                 at(here, f"invalidate {_window(s, slot[s.name][t])}")
@@ -218,20 +276,20 @@ def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
                     at(
                         here,
                         f"start {_window(s, k)} -> {s.name}[{s.region(points[t])}] "
-                        f"on {s.name}_sems[{k}]",
+                        f"on {s.sems}[{k}]",
                     )
         for s in outputs:
             if s.buffers == 2 and changed[s.name][t] and t > 0:
-                at(here, f"wait {s.name}_sems[{slot[s.name][t - 1]}] 4096")
+                at(here, f"wait {s.sems}[{slot[s.name][t - 1]}] 4096")
     if not p.no_pipelining:
         for s in outputs:
             if s.buffers == 2:
-                at(outer, f"wait {s.name}_sems[{slot[s.name][n - 1]}] 4096")
+                at(outer, f"wait {s.sems}[{slot[s.name][n - 1]}] 4096")
     return events
 
 
 def _window(s: Spec, k: int) -> str:
-    return f"{s.name}_window[{k}:{k + 1}, " + ", ".join(f"0:{n}" for n in BLOCK) + "]"
+    return f"{s.window}[{k}:{k + 1}, " + ", ".join(f"0:{n}" for n in BLOCK) + "]"
 
 
 def _sync_in(s: Spec, point, prefix: str, slot: int = 0) -> list[str]:
@@ -294,4 +352,6 @@ def pipelines(draw) -> Pipeline:
         results = tuple(draw(st.permutations(dims)))
         buffers = draw(st.integers(1, 2))
         specs.append(Spec(f"y{n}", True, results, buffers, grid))
-    return Pipeline(grid, parallel, tuple(specs), no_pipelining)
+    copies = draw(st.sampled_from([1, 1, 1, 2]))
+    clash = draw(st.integers(0, 3)) == 0
+    return Pipeline(grid, parallel, tuple(specs), no_pipelining, copies, clash)
