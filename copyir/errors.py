@@ -196,9 +196,6 @@ REVISITED = (
 )
 # copyir's own:
 MALFORMED_PIPELINE = "Malformed pipeline: {why}"
-PIPELINE_TOO_LARGE = (
-    "A pipeline's grid of {steps} steps is more than the {limit} allowed"
-)
 PIPELINE_OPERAND_SPACE = "Pipeline operand {name} must be in hbm, got {type}"
 INDEX_MAP_RANK = (
     "The index map of {name}, {map}, must take the grid's {grid} indices to "
@@ -301,6 +298,20 @@ RUN_PARTLY_WRITTEN = (
 RUN_BAD_SEED = "The seed must be an integer from 0 to 2**63 - 1, got {seed}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"
 STREAM_MALFORMED = "Malformed DMA stream: {why}"
+# The limits of one run (copyir.limits):
+TOO_MANY_ITERATIONS = (
+    "{what} runs {count} iterations in all, more than the limit of {limit} "
+    "that a run can check"
+)
+TOO_MANY_EVENTS = (
+    "{what} brings the DMA instructions the kernel runs to {count}, more than "
+    "the limit of {limit} that a run can check"
+)
+OUT_OF_MEMORY = (
+    "copyir ran out of memory: the program needs more than this machine has "
+    "(a run holds at most {iterations} iterations of a loop nest and {events} "
+    "DMA instructions run, at about {bytes} bytes each)"
+)
 CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
 RUN_NOT_A_BOX = (
     "DMA {end} {region} is not a box of buffer {name} {shape}: its "

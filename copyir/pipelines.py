@@ -46,9 +46,7 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.index import evaluate
-
-MAX_STEPS = 1 << 26
-"""A pipeline's grid is enumerated to check it: at most this many steps."""
+from copyir.limits import MAX_ITERATIONS, iterations
 
 
 @dataclass(frozen=True)
@@ -176,10 +174,12 @@ def analyse(op: PipelineOp) -> Schedule:
     """The pipeline's schedule, or its first problem as a `CopyIRError`."""
     grid = op.grid_shape
     parallel = len(op.parallel_dims)
-    total = int(np.prod(grid))
-    if total > MAX_STEPS:
+    total = iterations(grid)  # the grid is enumerated below: bounded first
+    if total > MAX_ITERATIONS:
         raise CopyIRError(
-            errors.PIPELINE_TOO_LARGE.format(steps=total, limit=MAX_STEPS)
+            errors.TOO_MANY_ITERATIONS.format(
+                what="The pipeline", count=total, limit=MAX_ITERATIONS
+            )
         )
     points = np.indices(grid).reshape(len(grid), -1)
     dims = list(points)

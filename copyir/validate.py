@@ -33,6 +33,7 @@ from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
 from copyir.index import bounds
+from copyir.limits import MAX_EVENTS, MAX_ITERATIONS
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
 from copyir.tables import small_groups
@@ -346,28 +347,27 @@ def check_disjoint(buffers: list[Buffer], bad) -> None:
 
 # -- loops ---------------------------------------------------------------------------
 
-MAX_EVENTS = 1 << 26
-"""A stream runs at most this many instructions (its loops expanded), so
-that a crafted trip count is an error, not an hour of work."""
-
 
 def check_loops(stream: Stream) -> None:
     """Loops form a tree, each runs at least once, no nest runs more than
-    MAX_EVENTS times, and the rows inside a loop are contiguous."""
+    MAX_ITERATIONS times, the instructions run no more than MAX_EVENTS
+    times in all (copyir.limits: what verify refuses for a program), and
+    the rows inside a loop are contiguous."""
 
     def bad(why: str) -> StreamProblem:
         return StreamProblem(-1, why, True)
 
-    runs = []
+    runs = [1]  # per loop number (0: no loop), its nest's iterations
     for number, loop in enumerate(stream.loops, start=1):
         if not 0 <= loop.parent < number:
             raise bad(f"loop {loop.name} has parent {loop.parent}")
         if not 1 <= loop.trip_count < LIMIT:
             raise bad(f"loop {loop.name} runs {loop.trip_count} times")
-        total = loop.trip_count * (runs[loop.parent - 1] if loop.parent else 1)
-        if total > MAX_EVENTS:
+        total = loop.trip_count * runs[loop.parent]
+        if total > MAX_ITERATIONS:
             raise bad(
-                f"loop {loop.name} runs {total} times in all, more than {MAX_EVENTS}"
+                f"loop {loop.name} runs {total} times in all, more than the "
+                f"limit of {MAX_ITERATIONS}"
             )
         runs.append(total)
     loops = stream.instructions["loop"]
@@ -376,6 +376,12 @@ def check_loops(stream: Stream) -> None:
     if loops.min() < 0 or loops.max() > len(stream.loops):
         row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
         raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
+    events = sum(c * runs[x] for x, c in enumerate(np.bincount(loops).tolist()))
+    if events > MAX_EVENTS:
+        raise bad(
+            f"its instructions run {events} times in all, more than the limit "
+            f"of {MAX_EVENTS}"
+        )
     seen_end: dict[int, int] = {}
     for row, loop in enumerate(loops.tolist()):
         while loop:

@@ -24,7 +24,12 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstraintExpr, AffineExpr, AffineSet
+from xdsl.ir.affine import (
+    AffineConstantExpr,
+    AffineConstraintExpr,
+    AffineExpr,
+    AffineSet,
+)
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
@@ -36,12 +41,15 @@ from copyir.dialects.copy import (
     SQUEEZED,
     AllocOp,
     AsyncCopyOp,
+    AsyncDmaOp,
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
+    ComputeOp,
     CopyOp,
     DmaOp,
     ForOp,
+    InvalidateOp,
     KernelOp,
     PipelineOp,
     RefType,
@@ -56,8 +64,9 @@ from copyir.dialects.copy import (
     describe,
 )
 from copyir.domain import Domain, Loop
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, Loc
 from copyir.index import evaluate
+from copyir.limits import MAX_EVENTS, MAX_ITERATIONS, iterations
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -85,7 +94,9 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
                 loc_of(kernel.location),
             )
         names.add(kernel.kernel_name)
-        _verify_op(kernel, set(), target, Accesses(), Domain(), module in BUILT)
+        _verify_op(
+            kernel, set(), target, Accesses(), Domain(), module in BUILT, Budget()
+        )
 
 
 TOP_LEVEL = (AllocOp, SemaphoreOp, BufferedRefOp)
@@ -99,7 +110,9 @@ def _verify_op(
     accesses: Accesses,
     domain: Domain,
     built: bool = False,
+    budget: Budget | None = None,
 ) -> None:
+    budget = Budget() if budget is None else budget
     for operand in op.operands:
         if operand not in defined:
             raise CopyIRError(
@@ -115,6 +128,7 @@ def _verify_op(
             op.verify_()
         if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
             op.verify_accesses(accesses)
+        budget.count(op, domain)  # before any work at every point of a domain
         if domain.loops:
             _check_over_domain(op, accesses, domain)
         if isinstance(op, PipelineOp):
@@ -137,9 +151,103 @@ def _verify_op(
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
                     )
-                _verify_op(child, inner, target, accesses, inner_domain, built)
+                _verify_op(child, inner, target, accesses, inner_domain, built, budget)
                 inner.update(child.results)
     defined.update(op.results)
+
+
+# -- the limits of a run ---------------------------------------------------------------
+
+
+@dataclass
+class Budget:
+    """What a kernel's run will hold, counted as the walk meets each op,
+    against `copyir.limits`: every loop nest's iterations, and the stream
+    instructions it runs in all (each once per iteration of the loops
+    around it, conditions not counted: the run expands them so). What
+    this accepts, the stream validator accepts."""
+
+    events: int = 0
+    around: tuple[str, Loc | None] | None = None
+    """The outermost loop or pipeline being walked, which errors name."""
+
+    def count(self, op: Operation, domain: Domain) -> None:
+        if isinstance(op, ForOp | PipelineOp):
+            what = _loop_name(op)
+            if not domain.loops:
+                self.around = (what, loc_of(op.location))
+            total = domain.size * iterations(_trips(op))
+            if total > MAX_ITERATIONS:
+                raise CopyIRError(
+                    errors.TOO_MANY_ITERATIONS.format(
+                        what=what, count=total, limit=MAX_ITERATIONS
+                    )
+                )
+        self.events += domain.size * instructions(op)
+        if self.events > MAX_EVENTS:
+            inside = domain.loops or isinstance(op, ForOp | PipelineOp)
+            what, loc = (
+                self.around if inside and self.around else ("This statement", None)
+            )
+            raise CopyIRError(
+                errors.TOO_MANY_EVENTS.format(
+                    what=what, count=self.events, limit=MAX_EVENTS
+                ),
+                loc,
+            )
+
+
+def _trips(op: ForOp | PipelineOp) -> list[int]:
+    if isinstance(op, ForOp):
+        return [hi - lo for lo, hi in op.bounds]
+    return list(op.grid_shape)
+
+
+def _loop_name(op: ForOp | PipelineOp) -> str:
+    """`Loop i`, `Loop i, j`, `The pipeline`."""
+    if isinstance(op, PipelineOp):
+        return "The pipeline"
+    return f"Loop {', '.join(describe(i) for i in op.indices)}"
+
+
+def instructions(op: Operation) -> int:
+    """The stream instructions one execution of the op lowers to, at most
+    (a pipeline's own copies over its whole grid; its body's ops count
+    themselves)."""
+    if isinstance(op, DmaOp | AsyncDmaOp | ComputeOp | InvalidateOp):
+        return 1
+    if isinstance(op, SyncCopyOp):
+        return 2 * len(op.srcs)
+    if isinstance(op, BufferedCopyOp):
+        from copyir.passes.expand_windows import instruction_count
+
+        actions = 2 if op.action_value is None else 1
+        return instruction_count(op.bref.type, op.block_indices, actions, op.copy_in)
+    if isinstance(op, PipelineOp):
+        return _pipeline_instructions(op)
+    return 0
+
+
+def _pipeline_instructions(op: PipelineOp) -> int:
+    """A pipeline's copies, waits and invalidations, at most: per operand
+    and step, an invalidation and two window copies (a start and a wait,
+    or a synchronous copy); per schedule (a point of the parallel
+    dimensions), the prologue's fetches and the epilogue's waits, or the
+    copies of a trivially windowed operand."""
+    from copyir.passes.expand_windows import instruction_count
+
+    grid = op.grid_shape
+    steps = iterations(grid)
+    schedules = iterations(grid[: len(op.parallel_dims)])
+    count = 0
+    for _, _, bref, index_map in op.specs():
+        block = [
+            r.value if isinstance(r, AffineConstantExpr) else r
+            for r in index_map.data.results
+        ]
+        copy = instruction_count(bref, block, 1, True)
+        count += steps * (1 + 2 * copy) + schedules * (bref.buffers.data * copy + 2)
+    return count
 
 
 def _check_input_windows_read_only(op: PipelineOp, accesses: Accesses) -> None:

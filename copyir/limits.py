@@ -1,0 +1,39 @@
+"""How much one run may hold: the limits that verify, lower and run share.
+
+`copyir run` expands a stream's loops into events, one per execution of an
+instruction (a DMA start or wait, a computation, an invalidation), and
+keeps every event's fields (its row, loop indices, addresses, semaphore,
+resolved boxes, protocol state) in numpy arrays: about 250 bytes per event
+measured (`/usr/bin/time -v copyir run` of a loop of 2^20, 2^21 and 2^22
+iterations of a DMA start and wait through dynamic views, and of pipelines
+of as many steps: 2.1 GB at 2^23 events). At `MAX_EVENTS` that is about
+4 GiB, which leaves room on a 24 GiB machine for events that carry more
+(computations with several operands, deep nests) and for the arrays.
+
+`verify` refuses a program beyond these limits, at the loop or pipeline,
+before it checks anything at every point of a loop's domain, so that what
+it accepts lowers and runs; the stream validator refuses a stream read
+from a file beyond them. One limit, three places: this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+MAX_EVENTS = 1 << 24
+"""Events a run may hold: the sum, over a kernel's instructions, of the
+iterations of the loops around each (conditions not counted)."""
+
+MAX_ITERATIONS = MAX_EVENTS
+"""Iterations of one loop nest or pipeline grid (the verifier checks what
+depends on loop indices at each of them; the run expands each of them)."""
+
+BYTES_PER_EVENT = 250
+"""What one event costs `copyir run`, as measured (see above)."""
+
+
+def iterations(extents: Iterable[int]) -> int:
+    """The points of a nest or grid, exact however large (numpy's product
+    wraps at 64 bits)."""
+    return math.prod(max(int(e), 0) for e in extents)
