@@ -21,6 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from copyir import errors
+from copyir.errors import CopyIRError
+
 MAX_EVENTS = 1 << 24
 """Events a run may hold: the sum, over a kernel's instructions, of the
 iterations of the loops around each (conditions not counted)."""
@@ -37,3 +40,13 @@ def iterations(extents: Iterable[int]) -> int:
     """The points of a nest or grid, exact however large (numpy's product
     wraps at 64 bits)."""
     return math.prod(max(int(e), 0) for e in extents)
+
+
+def out_of_memory() -> CopyIRError:
+    """The error for a `MemoryError`: a program too large for the machine is
+    the program's problem (exit 1), never an internal error."""
+    return CopyIRError(
+        errors.OUT_OF_MEMORY.format(
+            iterations=MAX_ITERATIONS, events=MAX_EVENTS, bytes=BYTES_PER_EVENT
+        )
+    )

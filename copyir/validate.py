@@ -23,6 +23,7 @@ addresses differ per iteration, resolve all their iterations at once.
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -480,13 +481,13 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
     def dims_of(items, dims) -> np.ndarray:
         return np.array([-1] + [dims(x) for x in items], np.int64)
 
-    extent = max((loop.trip_count for loop in stream.loops), default=1)
+    map_extents, set_extents = _extents(stream)
 
-    def fits(exprs) -> bool:
-        """Every value the expressions take over the loops is a 64-bit
-        integer (with room for an address's sums), and none divides by
-        zero or by an index."""
-        return all(bounds(expr, extent, LIMIT) is not None for expr in exprs)
+    def fits(exprs, extents: list[int]) -> bool:
+        """Every value the expressions take over the loops of the rows that
+        use them is a 64-bit integer (with room for an address's sums), and
+        none divides by zero or by an index."""
+        return all(bounds(expr, extents, LIMIT) is not None for expr in exprs)
 
     map_dims = dims_of(
         stream.maps,
@@ -501,12 +502,17 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             else -2
         ),
     )
-    map_fits = np.array([True] + [fits(m.results) for m in stream.maps])
+    map_fits = np.array(
+        [True] + [fits(m.results, map_extents[k]) for k, m in enumerate(stream.maps, 1)]
+    )
     set_fits = np.array(
         [True]
         + [
-            fits(e for s in sets for c in s.constraints for e in (c.lhs, c.rhs))
-            for sets in stream.predicates
+            fits(
+                (e for s in sets for c in s.constraints for e in (c.lhs, c.rhs)),
+                set_extents[k],
+            )
+            for k, sets in enumerate(stream.predicates, 1)
         ]
     )
     for column, items, dims, fit in (
@@ -561,6 +567,41 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
                     (rows, lambda r: f"a bad operand of compute {compute[r]}")
                 )
     return problems
+
+
+def _extents(stream: Stream) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per map and per predicate (1-based), the trip count of each dimension
+    it takes: the most of the loops at that depth around the rows that use
+    it, so that its bounds are those of the values it takes, as the
+    verifier's are for the program (a reference out of range is reported
+    elsewhere)."""
+    maps: dict[int, list[int]] = {}
+    sets: dict[int, list[int]] = {}
+
+    def widen(found: dict[int, list[int]], key: int, trips: list[int]) -> None:
+        have = found.setdefault(key, [])
+        for level, trip in enumerate(trips):
+            if level < len(have):
+                have[level] = max(have[level], trip)
+            else:
+                have.append(trip)
+
+    loops = len(stream.loops)
+    computes = len(stream.computes)
+    for entry in stream.instructions:
+        loop = int(entry["loop"])
+        trips = []
+        while 0 < loop <= loops and len(trips) <= loops:
+            trips.append(stream.loops[loop - 1].trip_count)
+            loop = stream.loops[loop - 1].parent
+        trips.reverse()
+        used = [int(entry[c]) for c in ("src_map", "dst_map", "sem_map")]
+        if 1 <= int(entry["compute"]) <= computes:
+            used += [o.map for o in stream.computes[int(entry["compute"]) - 1].operands]
+        for key in used:
+            widen(maps, key, trips)
+        widen(sets, int(entry["predicate"]), trips)
+    return defaultdict(list, maps), defaultdict(list, sets)
 
 
 def _first(problems) -> tuple[int, str] | None:
