@@ -307,6 +307,10 @@ TOO_MANY_EVENTS = (
     "{what} brings the DMA instructions the kernel runs to {count}, more than "
     "the limit of {limit} that a run can check"
 )
+INDEX_OVER_LIMIT = (
+    "The index arithmetic of {name} reaches the limit of {limit} on a run's "
+    "addresses over the loops' ranges"
+)
 OUT_OF_MEMORY = (
     "copyir ran out of memory: the program needs more than this machine has "
     "(a run holds at most {iterations} iterations of a loop nest and {events} "

@@ -24,6 +24,11 @@ from collections.abc import Iterable
 from copyir import errors
 from copyir.errors import CopyIRError
 
+LIMIT = 1 << 62
+"""Byte addresses, sizes and element counts, and every part of the index
+arithmetic that computes them, stay below this in magnitude, so that sums
+of a few of them never overflow numpy's 64-bit integers."""
+
 MAX_EVENTS = 1 << 24
 """Events a run may hold: the sum, over a kernel's instructions, of the
 iterations of the loops around each (conditions not counted)."""

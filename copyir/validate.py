@@ -34,15 +34,12 @@ from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
 from copyir.index import bounds
-from copyir.limits import MAX_EVENTS, MAX_ITERATIONS
+from copyir.limits import LIMIT, MAX_EVENTS, MAX_ITERATIONS
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
 from copyir.tables import small_groups
 from copyir.target import BUILTIN
 
-LIMIT = 1 << 62
-"""Byte addresses, sizes and element counts stay below this, so that sums
-of a few of them never overflow numpy's 64-bit integers."""
 ITEMSIZES = np.array([d.itemsize for d in DTYPES], dtype=np.int64)
 
 

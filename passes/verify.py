@@ -65,8 +65,8 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
-from copyir.index import evaluate
-from copyir.limits import MAX_EVENTS, MAX_ITERATIONS, iterations
+from copyir.index import bounds, evaluate
+from copyir.limits import LIMIT, MAX_EVENTS, MAX_ITERATIONS, iterations
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -344,6 +344,8 @@ def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
 
 
 def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> None:
+    if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp):
+        _check_address_limit(op.operands, accesses, domain)
     if isinstance(op, ViewOp | SemIndexOp):
         _check_subscripts(op, accesses, domain)
     elif isinstance(op, BufferedCopyOp):
@@ -354,6 +356,28 @@ def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> Non
     elif isinstance(op, SyncCopyOp):
         for src, dst in zip(op.srcs, op.dsts, strict=True):
             _check_overlap(src, dst, accesses, domain)
+
+
+def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
+    """The lowering makes each DMA end's byte address and each semaphore id
+    an affine map of the loop indices, which the run bounds over the loops'
+    ranges below `LIMIT` (interval arithmetic: a part such as `i + 2**62`
+    in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
+    here, at its op, so that what verify accepts the run accepts (half the
+    limit, for the buffer's own address)."""
+    extents = [1] * (max((loop.dim for loop in domain.loops), default=-1) + 1)
+    for loop in domain.loops:
+        extents[loop.dim] = loop.upper
+    for value in values:
+        access = accesses(value)
+        if access is None or isinstance(access.offset, int):
+            continue
+        type = access.root.type
+        item = type.dtype.itemsize if isinstance(type, RefType) else 1
+        if bounds(access.offset * item, extents, LIMIT // 2) is None:
+            raise CopyIRError(
+                errors.INDEX_OVER_LIMIT.format(name=describe(value), limit=LIMIT // 2)
+            )
 
 
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
