@@ -36,7 +36,7 @@ from xdsl.ir.affine import (
     AffineSet,
 )
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.dialects.copy import (
     ELEMENT,
     SQUEEZED,
@@ -46,7 +46,6 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.index import evaluate
-from copyir.limits import MAX_ITERATIONS, iterations
 
 
 @dataclass(frozen=True)
@@ -174,11 +173,11 @@ def analyse(op: PipelineOp) -> Schedule:
     """The pipeline's schedule, or its first problem as a `CopyIRError`."""
     grid = op.grid_shape
     parallel = len(op.parallel_dims)
-    total = iterations(grid)  # the grid is enumerated below: bounded first
-    if total > MAX_ITERATIONS:
+    total = limits.iterations(grid)  # the grid is enumerated below: bounded first
+    if total > limits.MAX_ITERATIONS:
         raise CopyIRError(
             errors.TOO_MANY_ITERATIONS.format(
-                what="The pipeline", count=total, limit=MAX_ITERATIONS
+                what="The pipeline", count=total, limit=limits.MAX_ITERATIONS
             )
         )
     points = np.indices(grid).reshape(len(grid), -1)
@@ -320,7 +319,7 @@ def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
     raise CopyIRError(
         errors.IRREGULAR_INDEX_MAP.format(
             name=describe(ref),
-            why="it changes at iterations "
+            why="it changes at limits.iterations "
             + ", ".join(_tuple(points[:, s]) for s in steps)
             + ", ...",
         )

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
 from copyir.index import bounds
-from copyir.limits import LIMIT, MAX_EVENTS, MAX_ITERATIONS
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import COMPUTE, INVALIDATE, OPS, START, WAIT, Buffer, Stream
 from copyir.tables import small_groups
@@ -276,7 +275,7 @@ def check_header(stream: Stream) -> Layout:
     table = stream.instructions
     if table.ndim != 1 or table.dtype.names is None or "op" not in table.dtype.names:
         raise bad("its instruction table is not a table")
-    if not 0 <= stream.semaphores < LIMIT:
+    if not 0 <= stream.semaphores < limits.LIMIT:
         raise bad(f"a semaphore count of {stream.semaphores}")
     names = set()
     for buffer in stream.buffers:
@@ -310,7 +309,10 @@ def check_buffer(buffer: Buffer, target: str, bad) -> None:
     if len(buffer.shape) > MAX_RANK or any(d < 1 for d in buffer.shape):
         raise bad(f"buffer {buffer.name} has a bad shape {list(buffer.shape)}", buffer)
     item = BY_NAME[buffer.dtype].itemsize
-    if not 0 <= buffer.address < LIMIT or buffer.address + buffer.nbytes >= LIMIT:
+    if (
+        not 0 <= buffer.address < limits.LIMIT
+        or buffer.address + buffer.nbytes >= limits.LIMIT
+    ):
         raise bad(f"buffer {buffer.name} has a bad address or size", buffer)
     if buffer.address % item:
         raise bad(
@@ -359,13 +361,13 @@ def check_loops(stream: Stream) -> None:
     for number, loop in enumerate(stream.loops, start=1):
         if not 0 <= loop.parent < number:
             raise bad(f"loop {loop.name} has parent {loop.parent}")
-        if not 1 <= loop.trip_count < LIMIT:
+        if not 1 <= loop.trip_count < limits.LIMIT:
             raise bad(f"loop {loop.name} runs {loop.trip_count} times")
         total = loop.trip_count * runs[loop.parent]
-        if total > MAX_ITERATIONS:
+        if total > limits.MAX_ITERATIONS:
             raise bad(
                 f"loop {loop.name} runs {total} times in all, more than the "
-                f"limit of {MAX_ITERATIONS}"
+                f"limit of {limits.MAX_ITERATIONS}"
             )
         runs.append(total)
     loops = stream.instructions["loop"]
@@ -375,10 +377,10 @@ def check_loops(stream: Stream) -> None:
         row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
         raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
     events = sum(c * runs[x] for x, c in enumerate(np.bincount(loops).tolist()))
-    if events > MAX_EVENTS:
+    if events > limits.MAX_EVENTS:
         raise bad(
             f"its instructions run {events} times in all, more than the limit "
-            f"of {MAX_EVENTS}"
+            f"of {limits.MAX_EVENTS}"
         )
     seen_end: dict[int, int] = {}
     for row, loop in enumerate(loops.tolist()):
@@ -441,17 +443,17 @@ def check_instructions(stream: Stream) -> None:
     elements = np.where(used, shape, 1)
     problems = [
         (
-            boxed & ((elements < 1) | (elements >= LIMIT)).any(axis=1),
+            boxed & ((elements < 1) | (elements >= limits.LIMIT)).any(axis=1),
             lambda r: f"bad shape {shape[r, : ranks[r]].tolist()}",
         ),
     ]
     first = _earliest(first, _first(problems))
-    count = np.prod(np.clip(elements, 1, LIMIT).astype(np.float64), axis=1)
+    count = np.prod(np.clip(elements, 1, limits.LIMIT).astype(np.float64), axis=1)
     item = ITEMSIZES[np.clip(dtype, 0, len(DTYPES) - 1)]
-    huge = start & (count * item >= LIMIT)
+    huge = start & (count * item >= limits.LIMIT)
     exact = np.prod(np.where(huge[:, None], 1, elements), axis=1) * item
     problems = [
-        (huge, lambda r: f"a start of more than {LIMIT} bytes"),
+        (huge, lambda r: f"a start of more than {limits.LIMIT} bytes"),
         (
             start & ~huge & (table["bytes"] != exact),
             lambda r: (
@@ -484,7 +486,7 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
         """Every value the expressions take over the loops of the rows that
         use them is a 64-bit integer (with room for an address's sums), and
         none divides by zero or by an index."""
-        return all(bounds(expr, extents, LIMIT) is not None for expr in exprs)
+        return all(bounds(expr, extents, limits.LIMIT) is not None for expr in exprs)
 
     map_dims = dims_of(
         stream.maps,
@@ -660,7 +662,7 @@ def resolve_ends(
     strides = np.where(used, kinds.strides, 0)
     item_k = ITEMSIZES[kinds.dtype.astype(np.int64)]
     reach = ((shape - 1).astype(np.float64) * np.abs(strides)).sum(axis=1)
-    huge_k = reach * item_k >= LIMIT
+    huge_k = reach * item_k >= limits.LIMIT
     steps = np.where(huge_k[:, None], 0, (shape - 1) * strides)
     below = item_k * np.minimum(steps, 0).sum(axis=1)
     above = item_k * (np.maximum(steps, 0).sum(axis=1) + 1)

@@ -33,7 +33,7 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.access import Access, Accesses
 from copyir.dialects.copy import (
     BUILT,
@@ -66,7 +66,6 @@ from copyir.dialects.copy import (
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
 from copyir.index import bounds, evaluate
-from copyir.limits import LIMIT, MAX_EVENTS, MAX_ITERATIONS, iterations
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -162,7 +161,7 @@ def _verify_op(
 @dataclass
 class Budget:
     """What a kernel's run will hold, counted as the walk meets each op,
-    against `copyir.limits`: every loop nest's iterations, and the stream
+    against `copyir.limits`: every loop nest's limits.iterations, and the stream
     instructions it runs in all (each once per iteration of the loops
     around it, conditions not counted: the run expands them so). What
     this accepts, the stream validator accepts."""
@@ -176,22 +175,22 @@ class Budget:
             what = _loop_name(op)
             if not domain.loops:
                 self.around = (what, loc_of(op.location))
-            total = domain.size * iterations(_trips(op))
-            if total > MAX_ITERATIONS:
+            total = domain.size * limits.iterations(_trips(op))
+            if total > limits.MAX_ITERATIONS:
                 raise CopyIRError(
                     errors.TOO_MANY_ITERATIONS.format(
-                        what=what, count=total, limit=MAX_ITERATIONS
+                        what=what, count=total, limit=limits.MAX_ITERATIONS
                     )
                 )
         self.events += domain.size * instructions(op)
-        if self.events > MAX_EVENTS:
+        if self.events > limits.MAX_EVENTS:
             inside = domain.loops or isinstance(op, ForOp | PipelineOp)
             what, loc = (
                 self.around if inside and self.around else ("This statement", None)
             )
             raise CopyIRError(
                 errors.TOO_MANY_EVENTS.format(
-                    what=what, count=self.events, limit=MAX_EVENTS
+                    what=what, count=self.events, limit=limits.MAX_EVENTS
                 ),
                 loc,
             )
@@ -237,8 +236,8 @@ def _pipeline_instructions(op: PipelineOp) -> int:
     from copyir.passes.expand_windows import instruction_count
 
     grid = op.grid_shape
-    steps = iterations(grid)
-    schedules = iterations(grid[: len(op.parallel_dims)])
+    steps = limits.iterations(grid)
+    schedules = limits.iterations(grid[: len(op.parallel_dims)])
     count = 0
     for _, _, bref, index_map in op.specs():
         block = [
@@ -361,7 +360,7 @@ def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> Non
 def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
     """The lowering makes each DMA end's byte address and each semaphore id
     an affine map of the loop indices, which the run bounds over the loops'
-    ranges below `LIMIT` (interval arithmetic: a part such as `i + 2**62`
+    ranges below `limits.LIMIT` (interval arithmetic: a part such as `i + 2**62`
     in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
     here, at its op, so that what verify accepts the run accepts (half the
     limit, for the buffer's own address)."""
@@ -374,9 +373,11 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
             continue
         type = access.root.type
         item = type.dtype.itemsize if isinstance(type, RefType) else 1
-        if bounds(access.offset * item, extents, LIMIT // 2) is None:
+        if bounds(access.offset * item, extents, limits.LIMIT // 2) is None:
             raise CopyIRError(
-                errors.INDEX_OVER_LIMIT.format(name=describe(value), limit=LIMIT // 2)
+                errors.INDEX_OVER_LIMIT.format(
+                    name=describe(value), limit=limits.LIMIT // 2
+                )
             )
 
 
