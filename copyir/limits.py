@@ -3,12 +3,13 @@
 `copyir run` expands a stream's loops into events, one per execution of an
 instruction (a DMA start or wait, a computation, an invalidation), and
 keeps every event's fields (its row, loop indices, addresses, semaphore,
-resolved boxes, protocol state) in numpy arrays: about 250 bytes per event
-measured (`/usr/bin/time -v copyir run` of a loop of 2^20, 2^21 and 2^22
-iterations of a DMA start and wait through dynamic views, and of pipelines
-of as many steps: 2.1 GB at 2^23 events). At `MAX_EVENTS` that is about
-4 GiB, which leaves room on a 24 GiB machine for events that carry more
-(computations with several operands, deep nests) and for the arrays.
+resolved boxes, protocol state) in numpy arrays. Measured with
+`/usr/bin/time -v copyir run`: about 250 bytes per DMA event (loops of
+2^20, 2^21 and 2^22 iterations of a start and a wait through dynamic
+views, and pipelines of as many steps: 2.1 GB at 2^23 events), and about
+800 per computation of three operands through dynamic views (0.9 GB at
+2^20). At `MAX_EVENTS` that is 2 GiB of DMAs, or 6.5 GiB of such
+computations: a run fits comfortably on a 24 GiB machine.
 
 `verify` refuses a program beyond these limits, at the loop or pipeline,
 before it checks anything at every point of a loop's domain, so that what
@@ -29,7 +30,7 @@ LIMIT = 1 << 62
 arithmetic that computes them, stay below this in magnitude, so that sums
 of a few of them never overflow numpy's 64-bit integers."""
 
-MAX_EVENTS = 1 << 24
+MAX_EVENTS = 1 << 23
 """Events a run may hold: the sum, over a kernel's instructions, of the
 iterations of the loops around each (conditions not counted)."""
 
@@ -37,8 +38,8 @@ MAX_ITERATIONS = MAX_EVENTS
 """Iterations of one loop nest or pipeline grid (the verifier checks what
 depends on loop indices at each of them; the run expands each of them)."""
 
-BYTES_PER_EVENT = 250
-"""What one event costs `copyir run`, as measured (see above)."""
+BYTES_PER_EVENT = 800
+"""What one event costs `copyir run` at most, as measured (see above)."""
 
 
 def iterations(extents: Iterable[int]) -> int:

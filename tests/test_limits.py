@@ -99,9 +99,9 @@ def test_a_grid_of_2_62_by_4_is_refused_by_verify_with_its_exact_count():
 
 
 def test_a_nest_counts_its_enclosing_loops():
-    inner = loop("for j in range(4097)", indent="    ")
+    inner = loop("for j in range(2049)", indent="    ")
     err = verify_error(kernel(f"  for i in range(4096) {{\n{inner}\n  }}"))
-    assert str(err) == too_many("Loop j", 4096 * 4097)
+    assert str(err) == too_many("Loop j", 4096 * 2049)
     assert err.loc.line == 5
 
 

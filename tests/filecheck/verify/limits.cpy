@@ -9,7 +9,7 @@
 kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
   buf = alloc f32[8] @vmem
   s = semaphore
-  # expected-error@+1 {{Loop i runs 1000000000000 iterations in all, more than the limit of 16777216 that a run can check}}
+  # expected-error@+1 {{Loop i runs 1000000000000 iterations in all, more than the limit of 8388608 that a run can check}}
   for i in range(1000000000000) {
     copy_start x[ds(i % 8, 1)] -> buf[ds(i % 8, 1)], s
     copy_wait x[ds(i % 8, 1)] -> buf[ds(i % 8, 1)], s
@@ -22,7 +22,7 @@ kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
 kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
   buf = alloc f32[8] @vmem
   s = semaphore
-  # expected-error@+1 {{Loop i, j runs 18446744073709551616 iterations in all, more than the limit of 16777216 that a run can check}}
+  # expected-error@+1 {{Loop i, j runs 18446744073709551616 iterations in all, more than the limit of 8388608 that a run can check}}
   for i, j in grid(4611686018427387904, 4) {
     copy_start x -> buf, s
     copy_wait x -> buf, s
@@ -36,8 +36,8 @@ kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
   buf = alloc f32[8] @vmem
   s = semaphore
   for i in range(4096) {
-    # expected-error@+1 {{Loop j runs 16781312 iterations in all, more than the limit of 16777216 that a run can check}}
-    for j in range(4097) {
+    # expected-error@+1 {{Loop j runs 8392704 iterations in all, more than the limit of 8388608 that a run can check}}
+    for j in range(2049) {
       copy_start x -> buf, s
       copy_wait x -> buf, s
     }
@@ -48,7 +48,7 @@ kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
 
 # So does a pipeline's grid.
 kernel k(x: f32[8, 128] @hbm, y: f32[8, 128] @hbm) {
-  # expected-error@+1 {{The pipeline runs 18446744073709551616 iterations in all, more than the limit of 16777216 that a run can check}}
+  # expected-error@+1 {{The pipeline runs 18446744073709551616 iterations in all, more than the limit of 8388608 that a run can check}}
   pipeline grid=(4611686018427387904, 4)
       in  x block=(8, 128) index=(i, j) -> (0, 0)
       out y block=(8, 128) index=(i, j) -> (0, 0)
@@ -64,12 +64,12 @@ kernel k(x: f32[8, 128] @hbm, y: f32[8, 128] @hbm) {
 kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
   buf = alloc f32[8] @vmem
   s = semaphore
-  for i in range(8388608) {
+  for i in range(4194304) {
     copy_start x -> buf, s
     copy_wait x -> buf, s
   }
-  # expected-error@+1 {{Loop j brings the DMA instructions the kernel runs to 25165824, more than the limit of 16777216 that a run can check}}
-  for j in range(8388608) {
+  # expected-error@+1 {{Loop j brings the DMA instructions the kernel runs to 12582912, more than the limit of 8388608 that a run can check}}
+  for j in range(4194304) {
     copy_start x -> buf, s
     copy_wait x -> buf, s
   }
