@@ -134,6 +134,7 @@ def _verify_op(
             from copyir.pipelines import analyse
 
             analyse(op)
+            _check_index_maps_limit(op)
             _check_input_windows_read_only(op, accesses)
         _check_capacity(op, target)
     except VerifyException as err:
@@ -247,6 +248,16 @@ def _pipeline_instructions(op: PipelineOp) -> int:
         copy = instruction_count(bref, block, 1, True)
         count += steps * (1 + 2 * copy) + schedules * (bref.buffers.data * copy + 2)
     return count
+
+
+def _check_index_maps_limit(op: PipelineOp) -> None:
+    """Each index map's block offsets bounded like a DMA end's address; the
+    schedule evaluates a map up to `buffers` steps ahead and one behind,
+    so over a grid widened by as much."""
+    for ref, _, bref, index_map in op.specs():
+        extents = [g + bref.buffers.data + 1 for g in op.grid_shape]
+        block = list(index_map.data.results)
+        _check_block_limit(bref, block, extents, describe(ref))
 
 
 def _check_input_windows_read_only(op: PipelineOp, accesses: Accesses) -> None:
@@ -364,21 +375,45 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
     in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
     here, at its op, so that what verify accepts the run accepts (half the
     limit, for the buffer's own address)."""
-    extents = [1] * (max((loop.dim for loop in domain.loops), default=-1) + 1)
-    for loop in domain.loops:
-        extents[loop.dim] = loop.upper
+    extents = _extents(domain)
     for value in values:
         access = accesses(value)
         if access is None or isinstance(access.offset, int):
             continue
         type = access.root.type
         item = type.dtype.itemsize if isinstance(type, RefType) else 1
-        if bounds(access.offset * item, extents, limits.LIMIT // 2) is None:
-            raise CopyIRError(
-                errors.INDEX_OVER_LIMIT.format(
-                    name=describe(value), limit=limits.LIMIT // 2
-                )
-            )
+        _check_limit(access.offset * item, extents, describe(value))
+
+
+def _extents(domain: Domain) -> list[int]:
+    """Per kernel dimension, a bound on its values (those of loops outside
+    the domain: 0)."""
+    extents = [1] * (max((loop.dim for loop in domain.loops), default=-1) + 1)
+    for loop in domain.loops:
+        extents[loop.dim] = loop.upper
+    return extents
+
+
+def _check_limit(expr: AffineExpr, extents: list[int], name: str) -> None:
+    limit = limits.LIMIT // 2
+    if bounds(expr, extents, limit) is None:
+        raise CopyIRError(errors.INDEX_OVER_LIMIT.format(name=name, limit=limit))
+
+
+def _check_block_limit(
+    type: BufferedRefType, block: list, extents: list[int], name: str
+) -> None:
+    """The byte offset a window copy's block indices make in the array (as
+    expand-windows scales them), bounded like a DMA end's address."""
+    stride = type.window_type.dtype.itemsize
+    scales = []
+    for extent in reversed(type.get_shape()):
+        scales.append(stride)
+        stride *= extent
+    for index, dim, scale in zip(block, type.block_dims, reversed(scales), strict=True):
+        if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
+            size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
+            _check_limit(index * (scale * size), extents, name)
 
 
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
@@ -426,6 +461,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
     indices = op.block_indices
     if indices is not None and any(isinstance(i, SSAValue) for i in indices):
         exprs = [accesses.start(i) for i in indices]
+        _check_block_limit(type, exprs, _extents(domain), name)
         shape = type.get_shape()
 
         def bad(dims):
@@ -445,9 +481,15 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
         if point is not None:
             values = [_value(e, point) for e in exprs]
             _fail_at(domain, point, lambda p: check_block_indices(name, type, values))
+    if op.sem is not None:
+        _check_address_limit([op.sem], accesses, domain)
     slot = op.slot_value
     if isinstance(slot, SSAValue):
         expr = accesses.index(slot)
+        window = type.window_type
+        _check_limit(
+            expr * (window.nbytes // window.get_shape()[0]), _extents(domain), name
+        )
         buffers = type.buffers.data
         point = domain.first(
             lambda dims: (_at(expr, dims) < 0) | (_at(expr, dims) >= buffers)

@@ -263,3 +263,34 @@ def test_a_memory_error_is_the_programs_error_in_the_api(monkeypatch):
         events=limits.MAX_EVENTS,
         bytes=limits.BYTES_PER_EVENT,
     )
+
+
+WINDOWED = """kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {{
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {{
+    buffered_copy x -> bx[{block}, 0], slot={slot}
+  }}
+}}
+"""
+BIG = "(i + 4611686018427387904)"
+
+
+@pytest.mark.parametrize(
+    "block, slot", [(f"{BIG} % 8", "0"), ("i", f"{BIG} % 2")], ids=["block", "slot"]
+)
+def test_window_index_arithmetic_reaching_the_limit_is_refused_by_verify(block, slot):
+    err = verify_error(WINDOWED.format(block=block, slot=slot))
+    assert str(err) == errors.INDEX_OVER_LIMIT.format(
+        name="bx", limit=limits.LIMIT // 2
+    )
+    assert err.loc.line == 4
+
+
+def test_a_pipeline_index_map_reaching_the_limit_is_refused_by_verify():
+    text = PIPELINE_2_62.replace("4611686018427387904, 4", "8, 4").replace(
+        "in  x block=(8, 128) index=(i, j) -> (0, 0)",
+        f"in  x block=(8, 128) index=(i, j) -> ({BIG} % 1, 0)",
+    )
+    err = verify_error(text)
+    assert str(err) == errors.INDEX_OVER_LIMIT.format(name="x", limit=limits.LIMIT // 2)
+    assert err.loc.line == 2

@@ -88,3 +88,27 @@ kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
     copy_wait x[ds((i + 4611686018427387904) % 8, 1)] -> buf[ds(i, 1)], s
   }
 }
+
+# -----
+
+# So does a window copy's block index...
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  bx = buffered_ref x, block=(8, 128), buffers=2
+  for i in range(8) {
+    # expected-error@+1 {{The index arithmetic of bx reaches the limit of 2305843009213693952 on a run's addresses over the loops' ranges}}
+    buffered_copy x -> bx[(i + 4611686018427387904) % 8, 0], slot=0
+  }
+}
+
+# -----
+
+# ... and a pipeline's index map.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{The index arithmetic of x reaches the limit of 2305843009213693952 on a run's addresses over the loops' ranges}}
+  pipeline grid=(8,)
+      in  x block=(8, 128) index=(i) -> ((i + 4611686018427387904) % 8, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
