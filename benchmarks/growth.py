@@ -188,6 +188,22 @@ def _verify_view_chain_sync(n: int) -> Stage:
     return lambda: copyir.verify(module)
 
 
+@case("verify-loop-dmas")
+def _verify_loop_dmas(n: int) -> Stage:
+    """verify: N DMA pairs through dynamic views in one loop (each counted
+    against the run's limits, its address bounded)"""
+    pair = (
+        "    copy_start x[ds(i % 8, 1)] -> buf[ds(i, 1)], s\n"
+        "    copy_wait x[ds(i % 8, 1)] -> buf[ds(i, 1)], s\n"
+    )
+    text = (
+        "kernel k(x: f32[8] @hbm) {\n  buf = alloc f32[8] @vmem\n"
+        "  s = semaphore\n  for i in range(8) {\n" + pair * n + "  }\n}\n"
+    )
+    module = parsed(text)
+    return lambda: copyir.verify(module)
+
+
 @case("lower-view-chain")
 def _lower_view_chain(n: int) -> Stage:
     """lower (the passes): a chain of N views, its last view in N DMA pairs"""

@@ -10,6 +10,7 @@ source text (a `str`, its form told by its content), or a file (a
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,6 +39,23 @@ TEXT_FORMATS = ("cpy", "mlir", "dma")
 
 Program = Union[ModuleOp, ProgramOp, "Stream"]
 """A program in memory: a copy-dialect module, or a lowered one."""
+
+
+def _memory_is_the_programs(function: Callable) -> Callable:
+    """A `MemoryError` (numpy's too) becomes the `CopyIRError` that says the
+    program needs more memory than there is and names copyir's limits: a
+    program too large for the machine is not a bug in copyir."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except MemoryError:
+            from copyir.limits import out_of_memory
+
+            raise out_of_memory() from None
+
+    return wrapper
 
 
 def parse(text: str, filename: str = "<input>", format: str | None = None) -> ModuleOp:
@@ -130,6 +148,7 @@ def _lowered(module: ModuleOp) -> ProgramOp | None:
     return next((op for op in module.ops if isinstance(op, ProgramOp)), None)
 
 
+@_memory_is_the_programs
 def verify(program: object, target: str = "default") -> None:
     """Raise the program's first error; return None when it is valid.
 
@@ -215,6 +234,7 @@ def apply_passes(
                 observe("after", module_pass, module)
 
 
+@_memory_is_the_programs
 def lower(
     program: object,
     kernel: str | None = None,
@@ -248,6 +268,7 @@ def lower(
     return single.ops.first
 
 
+@_memory_is_the_programs
 def check_protocol(
     program: object, kernel: str | None = None, target: str = "default"
 ) -> None:
@@ -289,6 +310,7 @@ def to_stream(program: ProgramOp | Stream) -> Stream:
     return program if isinstance(program, Stream) else from_program(program)
 
 
+@_memory_is_the_programs
 def run(
     program: object,
     inputs: Mapping[str, np.ndarray] | None = None,

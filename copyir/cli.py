@@ -50,6 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CopyIRError as err:
         _print(Diagnostic.of(err), args.sources)
         return EXIT_INVALID
+    except MemoryError:  # numpy's too: a program too large, not a bug
+        from copyir.limits import out_of_memory
+
+        _print(Diagnostic.of(out_of_memory()), args.sources)
+        return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

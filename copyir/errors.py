@@ -202,9 +202,6 @@ REVISITED = (
 )
 # copyir's own:
 MALFORMED_PIPELINE = "Malformed pipeline: {why}"
-PIPELINE_TOO_LARGE = (
-    "A pipeline's grid of {steps} steps is more than the {limit} allowed"
-)
 PIPELINE_OPERAND_SPACE = "Pipeline operand {name} must be in hbm, got {type}"
 INDEX_MAP_RANK = (
     "The index map of {name}, {map}, must take the grid's {grid} indices to "
@@ -329,6 +326,24 @@ STREAM_MALFORMED = "Malformed DMA stream: {why}"
 """For streams read or built by hand; one that copyir's lowering made is
 LOWERED_STREAM_INVALID, an internal error."""
 LOWERED_STREAM_INVALID = "The lowering made an invalid DMA stream: {why}, at {where}"
+# The limits of one run (copyir.limits):
+TOO_MANY_ITERATIONS = (
+    "{what} runs {count} iterations in all, more than the limit of {limit} "
+    "that a run can check"
+)
+TOO_MANY_EVENTS = (
+    "{what} brings the DMA instructions the kernel runs to {count}, more than "
+    "the limit of {limit} that a run can check"
+)
+INDEX_OVER_LIMIT = (
+    "The index arithmetic of {name} reaches the limit of {limit} on a run's "
+    "addresses over the loops' ranges"
+)
+OUT_OF_MEMORY = (
+    "copyir ran out of memory: the program needs more than this machine has "
+    "(a run holds at most {iterations} iterations of a loop nest and {events} "
+    "DMA instructions run, at up to {bytes} bytes each)"
+)
 CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
 RUN_NOT_A_BOX = (
     "DMA {end} {region} is not a box of buffer {name} {shape}: its "

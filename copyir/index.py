@@ -117,13 +117,19 @@ def _evaluate(expr: AffineExpr, dims: Dims, dtype) -> np.ndarray:
 
 
 def bounds(
-    expr: AffineExpr, extent: int, limit: int | None = None
+    expr: AffineExpr, extent: int | Sequence[int], limit: int | None = None
 ) -> tuple[int, int] | None:
-    """The least and greatest values the expression takes with every
-    dimension in [0, extent), as Python integers (exact, however large);
-    None if it divides by zero or by a non-constant, or if a part of it
-    reaches `limit` in magnitude."""
-    return bounds_over(expr, lambda _: (0, max(extent - 1, 0)), limit)
+    """The least and greatest values the expression takes with dimension k
+    in [0, extent[k]) (or every dimension in [0, extent)), as Python
+    integers (exact, however large); None if it divides by zero or by a
+    non-constant, or if a part of it reaches `limit` in magnitude (a
+    divisor is no part: it is never added or multiplied)."""
+
+    def range_of(position: int) -> tuple[int, int]:
+        size = extent if isinstance(extent, int) else _extent(extent, position)
+        return 0, max(size - 1, 0)
+
+    return bounds_over(expr, range_of, limit)
 
 
 def bounds_over(
@@ -146,25 +152,38 @@ def _bounds(expr: AffineExpr, ranges, limit: int | None):
     if not isinstance(expr, AffineBinaryOpExpr):
         return None
     lhs = bounds_over(expr.lhs, ranges, limit)
-    rhs = bounds_over(expr.rhs, ranges, limit)
+    kind = expr.kind
+    if kind in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul):
+        rhs = bounds_over(expr.rhs, ranges, limit)
+    else:
+        rhs = bounds_over(
+            expr.rhs,
+            ranges,
+            None if isinstance(expr.rhs, AffineConstantExpr) else limit,
+        )
     if lhs is None or rhs is None:
         return None
-    kind = expr.kind
     if kind == AffineBinaryOpKind.Add:
         return lhs[0] + rhs[0], lhs[1] + rhs[1]
     if kind == AffineBinaryOpKind.Mul:
         products = [a * b for a in lhs for b in rhs]
         return min(products), max(products)
-    if rhs[0] != rhs[1] or rhs[0] == 0:  # mod and divisions: by a constant
-        return None
+    if rhs[0] != rhs[1] or rhs[0] == 0 or rhs[0] not in INT64:
+        return None  # mod and divisions: by a constant that numpy holds
     divisor = rhs[0]
     if kind == AffineBinaryOpKind.Mod:
+        if divisor > 0 and lhs[0] >= 0 and lhs[1] < divisor:
+            return lhs  # no wrap: x % d is x
         return (0, divisor - 1) if divisor > 0 else (divisor + 1, 0)
     if kind == AffineBinaryOpKind.FloorDiv:
         ends = [lhs[0] // divisor, lhs[1] // divisor]
     else:
         ends = [-(-lhs[0] // divisor), -(-lhs[1] // divisor)]
     return min(ends), max(ends)
+
+
+def _extent(extents: Sequence[int], position: int) -> int:
+    return extents[position] if position < len(extents) else 1
 
 
 def divides_by_zero(exprs: Iterable[AffineExpr]) -> bool:

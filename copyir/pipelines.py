@@ -36,7 +36,7 @@ from xdsl.ir.affine import (
     AffineSet,
 )
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.dialects.copy import (
     ELEMENT,
     SQUEEZED,
@@ -46,9 +46,6 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.index import evaluate, grid_points
-
-MAX_STEPS = 1 << 26
-"""A pipeline's grid is enumerated to check it: at most this many steps."""
 
 
 @dataclass(frozen=True)
@@ -176,10 +173,12 @@ def analyse(op: PipelineOp) -> Schedule:
     """The pipeline's schedule, or its first problem as a `CopyIRError`."""
     grid = op.grid_shape
     parallel = len(op.parallel_dims)
-    total = int(np.prod(grid))
-    if total > MAX_STEPS:
+    total = limits.iterations(grid)  # the grid is enumerated below: bounded first
+    if total > limits.MAX_ITERATIONS:
         raise CopyIRError(
-            errors.PIPELINE_TOO_LARGE.format(steps=total, limit=MAX_STEPS)
+            errors.TOO_MANY_ITERATIONS.format(
+                what="The pipeline", count=total, limit=limits.MAX_ITERATIONS
+            )
         )
     points = grid_points(grid)
     dims = list(points)
@@ -321,7 +320,7 @@ def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
     raise CopyIRError(
         errors.IRREGULAR_INDEX_MAP.format(
             name=describe(ref),
-            why="it changes at iterations "
+            why="it changes at limits.iterations "
             + ", ".join(_tuple(points[:, s]) for s in steps)
             + ", ...",
         )

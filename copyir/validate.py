@@ -23,12 +23,13 @@ addresses differ per iteration, resolve all their iterations at once.
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
@@ -47,9 +48,6 @@ from copyir.stream import (
 from copyir.tables import small_groups
 from copyir.target import BUILTIN
 
-LIMIT = 1 << 62
-"""Byte addresses, sizes and element counts stay below this, so that sums
-of a few of them never overflow numpy's 64-bit integers."""
 ITEMSIZES = np.array([d.itemsize for d in DTYPES], dtype=np.int64)
 
 
@@ -291,7 +289,7 @@ def check_header(stream: Stream) -> Layout:
     table = stream.instructions
     if table.ndim != 1 or table.dtype.names is None or "op" not in table.dtype.names:
         raise bad("its instruction table is not a table")
-    if not 0 <= stream.semaphores < LIMIT:
+    if not 0 <= stream.semaphores < limits.LIMIT:
         raise bad(f"a semaphore count of {stream.semaphores}")
     names = set()
     for buffer in stream.buffers:
@@ -325,7 +323,10 @@ def check_buffer(buffer: Buffer, target: str, bad) -> None:
     if len(buffer.shape) > MAX_RANK or any(d < 1 for d in buffer.shape):
         raise bad(f"buffer {buffer.name} has a bad shape {list(buffer.shape)}", buffer)
     item = BY_NAME[buffer.dtype].itemsize
-    if not 0 <= buffer.address < LIMIT or buffer.address + buffer.nbytes >= LIMIT:
+    if (
+        not 0 <= buffer.address < limits.LIMIT
+        or buffer.address + buffer.nbytes >= limits.LIMIT
+    ):
         raise bad(f"buffer {buffer.name} has a bad address or size", buffer)
     if buffer.address % item:
         raise bad(
@@ -360,28 +361,27 @@ def check_disjoint(buffers: list[Buffer], bad) -> None:
 
 # -- loops ---------------------------------------------------------------------------
 
-MAX_EVENTS = 1 << 26
-"""A stream runs at most this many instructions (its loops expanded), so
-that a crafted trip count is an error, not an hour of work."""
-
 
 def check_loops(stream: Stream) -> None:
     """Loops form a tree, each runs at least once, no nest runs more than
-    MAX_EVENTS times, and the rows inside a loop are contiguous."""
+    MAX_ITERATIONS times, the instructions run no more than MAX_EVENTS
+    times in all (copyir.limits: what verify refuses for a program), and
+    the rows inside a loop are contiguous."""
 
     def bad(why: str) -> StreamProblem:
         return StreamProblem(-1, why, True)
 
-    runs = []
+    runs = [1]  # per loop number (0: no loop), its nest's iterations
     for number, loop in enumerate(stream.loops, start=1):
         if not 0 <= loop.parent < number:
             raise bad(f"loop {loop.name} has parent {loop.parent}")
-        if not 1 <= loop.trip_count < LIMIT:
+        if not 1 <= loop.trip_count < limits.LIMIT:
             raise bad(f"loop {loop.name} runs {loop.trip_count} times")
-        total = loop.trip_count * (runs[loop.parent - 1] if loop.parent else 1)
-        if total > MAX_EVENTS:
+        total = loop.trip_count * runs[loop.parent]
+        if total > limits.MAX_ITERATIONS:
             raise bad(
-                f"loop {loop.name} runs {total} times in all, more than {MAX_EVENTS}"
+                f"loop {loop.name} runs {total} times in all, more than the "
+                f"limit of {limits.MAX_ITERATIONS}"
             )
         runs.append(total)
     loops = stream.instructions["loop"]
@@ -390,6 +390,12 @@ def check_loops(stream: Stream) -> None:
     if loops.min() < 0 or loops.max() > len(stream.loops):
         row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
         raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
+    events = sum(c * runs[x] for x, c in enumerate(np.bincount(loops).tolist()))
+    if events > limits.MAX_EVENTS:
+        raise bad(
+            f"its instructions run {events} times in all, more than the limit "
+            f"of {limits.MAX_EVENTS}"
+        )
     seen_end: dict[int, int] = {}
     for row, loop in enumerate(loops.tolist()):
         while loop:
@@ -451,17 +457,17 @@ def check_instructions(stream: Stream) -> None:
     elements = np.where(used, shape, 1)
     problems = [
         (
-            boxed & ((elements < 1) | (elements >= LIMIT)).any(axis=1),
+            boxed & ((elements < 1) | (elements >= limits.LIMIT)).any(axis=1),
             lambda r: f"bad shape {shape[r, : ranks[r]].tolist()}",
         ),
     ]
     first = _earliest(first, _first(problems))
-    count = np.prod(np.clip(elements, 1, LIMIT).astype(np.float64), axis=1)
+    count = np.prod(np.clip(elements, 1, limits.LIMIT).astype(np.float64), axis=1)
     item = ITEMSIZES[np.clip(dtype, 0, len(DTYPES) - 1)]
-    huge = start & (count * item >= LIMIT)
+    huge = start & (count * item >= limits.LIMIT)
     exact = np.prod(np.where(huge[:, None], 1, elements), axis=1) * item
     problems = [
-        (huge, lambda r: f"a start of more than {LIMIT} bytes"),
+        (huge, lambda r: f"a start of more than {limits.LIMIT} bytes"),
         (
             start & ~huge & (table["bytes"] != exact),
             lambda r: (
@@ -488,13 +494,13 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
     def dims_of(items, dims) -> np.ndarray:
         return np.array([-1] + [dims(x) for x in items], np.int64)
 
-    extent = max((loop.trip_count for loop in stream.loops), default=1)
+    map_extents, set_extents = _extents(stream)
 
-    def fits(exprs) -> bool:
-        """Every value the expressions take over the loops is a 64-bit
-        integer (with room for an address's sums), and none divides by
-        zero or by an index."""
-        return all(bounds(expr, extent, LIMIT) is not None for expr in exprs)
+    def fits(exprs, extents: list[int]) -> bool:
+        """Every value the expressions take over the loops of the rows that
+        use them is a 64-bit integer (with room for an address's sums), and
+        none divides by zero or by an index."""
+        return all(bounds(expr, extents, limits.LIMIT) is not None for expr in exprs)
 
     map_dims = dims_of(
         stream.maps,
@@ -509,12 +515,17 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             else -2
         ),
     )
-    map_fits = np.array([True] + [fits(m.results) for m in stream.maps])
+    map_fits = np.array(
+        [True] + [fits(m.results, map_extents[k]) for k, m in enumerate(stream.maps, 1)]
+    )
     set_fits = np.array(
         [True]
         + [
-            fits(e for s in sets for c in s.constraints for e in (c.lhs, c.rhs))
-            for sets in stream.predicates
+            fits(
+                (e for s in sets for c in s.constraints for e in (c.lhs, c.rhs)),
+                set_extents[k],
+            )
+            for k, sets in enumerate(stream.predicates, 1)
         ]
     )
     for column, items, dims, fit in (
@@ -569,6 +580,41 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
                     (rows, lambda r: f"a bad operand of compute {compute[r]}")
                 )
     return problems
+
+
+def _extents(stream: Stream) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per map and per predicate (1-based), the trip count of each dimension
+    it takes: the most of the loops at that depth around the rows that use
+    it, so that its bounds are those of the values it takes, as the
+    verifier's are for the program (a reference out of range is reported
+    elsewhere)."""
+    maps: dict[int, list[int]] = {}
+    sets: dict[int, list[int]] = {}
+
+    def widen(found: dict[int, list[int]], key: int, trips: list[int]) -> None:
+        have = found.setdefault(key, [])
+        for level, trip in enumerate(trips):
+            if level < len(have):
+                have[level] = max(have[level], trip)
+            else:
+                have.append(trip)
+
+    loops = len(stream.loops)
+    computes = len(stream.computes)
+    for entry in stream.instructions:
+        loop = int(entry["loop"])
+        trips = []
+        while 0 < loop <= loops and len(trips) <= loops:
+            trips.append(stream.loops[loop - 1].trip_count)
+            loop = stream.loops[loop - 1].parent
+        trips.reverse()
+        used = [int(entry[c]) for c in ("src_map", "dst_map", "sem_map")]
+        if 1 <= int(entry["compute"]) <= computes:
+            used += [o.map for o in stream.computes[int(entry["compute"]) - 1].operands]
+        for key in used:
+            widen(maps, key, trips)
+        widen(sets, int(entry["predicate"]), trips)
+    return defaultdict(list, maps), defaultdict(list, sets)
 
 
 def _first(problems) -> tuple[int, str] | None:
@@ -630,7 +676,7 @@ def resolve_ends(
     strides = np.where(used, kinds.strides, 0)
     item_k = ITEMSIZES[kinds.dtype.astype(np.int64)]
     reach = ((shape - 1).astype(np.float64) * np.abs(strides)).sum(axis=1)
-    huge_k = reach * item_k >= LIMIT
+    huge_k = reach * item_k >= limits.LIMIT
     steps = np.where(huge_k[:, None], 0, (shape - 1) * strides)
     below = item_k * np.minimum(steps, 0).sum(axis=1)
     above = item_k * (np.maximum(steps, 0).sum(axis=1) + 1)

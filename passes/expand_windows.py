@@ -169,6 +169,26 @@ def _cases(type: BufferedRefType, indices: Sequence[Start]) -> list[_Case]:
     ]
 
 
+def instruction_count(
+    type: BufferedRefType, indices: Sequence[object] | None, actions: int, copy_in: bool
+) -> int:
+    """How many stream instructions a window copy expands into, at most: per
+    case (`_cases`; an index that is not an `int` is dynamic), its
+    `actions` DMAs and, for a copy in, a padding computation per cut
+    dimension. The verifier counts them against `copyir.limits`."""
+    if indices is None:
+        indices = (0,) * len(type.get_shape())
+    count = 0
+    for case in _cases(type, indices):
+        count += actions
+        if copy_in:
+            count += sum(
+                block.kind.data != SQUEEZED and size != block.size.data
+                for block, size in zip(type.block_dims, case.sizes, strict=True)
+            )
+    return count
+
+
 class AllocateWindow(RewritePattern):
     """Allocate each BufferedRef's window before it; the copies use the window."""
 

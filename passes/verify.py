@@ -24,11 +24,16 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstraintExpr, AffineExpr, AffineSet
+from xdsl.ir.affine import (
+    AffineConstantExpr,
+    AffineConstraintExpr,
+    AffineExpr,
+    AffineSet,
+)
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.access import Access, Accesses
 from copyir.dialects.copy import (
     BUILT,
@@ -36,12 +41,15 @@ from copyir.dialects.copy import (
     SQUEEZED,
     AllocOp,
     AsyncCopyOp,
+    AsyncDmaOp,
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
+    ComputeOp,
     CopyOp,
     DmaOp,
     ForOp,
+    InvalidateOp,
     KernelOp,
     PipelineOp,
     RefType,
@@ -56,8 +64,8 @@ from copyir.dialects.copy import (
     describe,
 )
 from copyir.domain import Domain, Loop
-from copyir.errors import CopyIRError
-from copyir.index import Dims, evaluate
+from copyir.errors import CopyIRError, Loc
+from copyir.index import Dims, bounds, evaluate
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -85,7 +93,9 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
                 loc_of(kernel.location),
             )
         names.add(kernel.kernel_name)
-        _verify_op(kernel, set(), target, Accesses(), Domain(), module in BUILT)
+        _verify_op(
+            kernel, set(), target, Accesses(), Domain(), module in BUILT, Budget()
+        )
 
 
 TOP_LEVEL = (AllocOp, SemaphoreOp, BufferedRefOp)
@@ -99,7 +109,9 @@ def _verify_op(
     accesses: Accesses,
     domain: Domain,
     built: bool = False,
+    budget: Budget | None = None,
 ) -> None:
+    budget = Budget() if budget is None else budget
     for operand in op.operands:
         if operand not in defined:
             raise CopyIRError(
@@ -115,12 +127,14 @@ def _verify_op(
             op.verify_()
         if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
             op.verify_accesses(accesses)
+        budget.count(op, domain)  # before any work at every point of a domain
         if domain.loops:
             _check_over_domain(op, accesses, domain)
         if isinstance(op, PipelineOp):
             from copyir.pipelines import analyse
 
             analyse(op)
+            _check_index_maps_limit(op)
             _check_input_windows_read_only(op, accesses)
         _check_capacity(op, target)
     except VerifyException as err:
@@ -137,9 +151,113 @@ def _verify_op(
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
                     )
-                _verify_op(child, inner, target, accesses, inner_domain, built)
+                _verify_op(child, inner, target, accesses, inner_domain, built, budget)
                 inner.update(child.results)
     defined.update(op.results)
+
+
+# -- the limits of a run ---------------------------------------------------------------
+
+
+@dataclass
+class Budget:
+    """What a kernel's run will hold, counted as the walk meets each op,
+    against `copyir.limits`: every loop nest's limits.iterations, and the stream
+    instructions it runs in all (each once per iteration of the loops
+    around it, conditions not counted: the run expands them so). What
+    this accepts, the stream validator accepts."""
+
+    events: int = 0
+    around: tuple[str, Loc | None] | None = None
+    """The outermost loop or pipeline being walked, which errors name."""
+
+    def count(self, op: Operation, domain: Domain) -> None:
+        if isinstance(op, ForOp | PipelineOp):
+            what = _loop_name(op)
+            if not domain.loops:
+                self.around = (what, loc_of(op.location))
+            total = domain.size * limits.iterations(_trips(op))
+            if total > limits.MAX_ITERATIONS:
+                raise CopyIRError(
+                    errors.TOO_MANY_ITERATIONS.format(
+                        what=what, count=total, limit=limits.MAX_ITERATIONS
+                    )
+                )
+        self.events += domain.size * instructions(op)
+        if self.events > limits.MAX_EVENTS:
+            inside = domain.loops or isinstance(op, ForOp | PipelineOp)
+            what, loc = (
+                self.around if inside and self.around else ("This statement", None)
+            )
+            raise CopyIRError(
+                errors.TOO_MANY_EVENTS.format(
+                    what=what, count=self.events, limit=limits.MAX_EVENTS
+                ),
+                loc,
+            )
+
+
+def _trips(op: ForOp | PipelineOp) -> list[int]:
+    if isinstance(op, ForOp):
+        return [hi - lo for lo, hi in op.bounds]
+    return list(op.grid_shape)
+
+
+def _loop_name(op: ForOp | PipelineOp) -> str:
+    """`Loop i`, `Loop i, j`, `The pipeline`."""
+    if isinstance(op, PipelineOp):
+        return "The pipeline"
+    return f"Loop {', '.join(describe(i) for i in op.indices)}"
+
+
+def instructions(op: Operation) -> int:
+    """The stream instructions one execution of the op lowers to, at most
+    (a pipeline's own copies over its whole grid; its body's ops count
+    themselves)."""
+    if isinstance(op, DmaOp | AsyncDmaOp | ComputeOp | InvalidateOp):
+        return 1
+    if isinstance(op, SyncCopyOp):
+        return 2 * len(op.srcs)
+    if isinstance(op, BufferedCopyOp):
+        from copyir.passes.expand_windows import instruction_count
+
+        actions = 2 if op.action_value is None else 1
+        return instruction_count(op.bref.type, op.block_indices, actions, op.copy_in)
+    if isinstance(op, PipelineOp):
+        return _pipeline_instructions(op)
+    return 0
+
+
+def _pipeline_instructions(op: PipelineOp) -> int:
+    """A pipeline's copies, waits and invalidations, at most: per operand
+    and step, an invalidation and two window copies (a start and a wait,
+    or a synchronous copy); per schedule (a point of the parallel
+    dimensions), the prologue's fetches and the epilogue's waits, or the
+    copies of a trivially windowed operand."""
+    from copyir.passes.expand_windows import instruction_count
+
+    grid = op.grid_shape
+    steps = limits.iterations(grid)
+    schedules = limits.iterations(grid[: len(op.parallel_dims)])
+    count = 0
+    for _, _, bref, index_map in op.specs():
+        block = [
+            r.value if isinstance(r, AffineConstantExpr) else r
+            for r in index_map.data.results
+        ]
+        copy = instruction_count(bref, block, 1, True)
+        count += steps * (1 + 2 * copy) + schedules * (bref.buffers.data * copy + 2)
+    return count
+
+
+def _check_index_maps_limit(op: PipelineOp) -> None:
+    """Each index map's block offsets bounded like a DMA end's address; the
+    schedule evaluates a map up to `buffers` steps ahead and one behind,
+    so over a grid widened by as much."""
+    for ref, _, bref, index_map in op.specs():
+        extents = [g + bref.buffers.data + 1 for g in op.grid_shape]
+        block = list(index_map.data.results)
+        _check_block_limit(bref, block, extents, describe(ref))
 
 
 def _check_input_windows_read_only(op: PipelineOp, accesses: Accesses) -> None:
@@ -236,6 +354,8 @@ def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
 
 
 def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> None:
+    if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp):
+        _check_address_limit(op.operands, accesses, domain)
     if isinstance(op, ViewOp | SemIndexOp):
         _check_subscripts(op, accesses, domain)
     elif isinstance(op, BufferedCopyOp):
@@ -246,6 +366,54 @@ def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> Non
     elif isinstance(op, SyncCopyOp):
         for src, dst in zip(op.srcs, op.dsts, strict=True):
             _check_overlap(src, dst, accesses, domain)
+
+
+def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
+    """The lowering makes each DMA end's byte address and each semaphore id
+    an affine map of the loop indices, which the run bounds over the loops'
+    ranges below `limits.LIMIT` (interval arithmetic: a part such as `i + 2**62`
+    in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
+    here, at its op, so that what verify accepts the run accepts (half the
+    limit, for the buffer's own address)."""
+    extents = _extents(domain)
+    for value in values:
+        access = accesses(value)
+        if access is None or isinstance(access.offset, int):
+            continue
+        type = access.root.type
+        item = type.dtype.itemsize if isinstance(type, RefType) else 1
+        _check_limit(access.offset * item, extents, describe(value))
+
+
+def _extents(domain: Domain) -> list[int]:
+    """Per kernel dimension, a bound on its values (those of loops outside
+    the domain: 0)."""
+    extents = [1] * (max((loop.dim for loop in domain.loops), default=-1) + 1)
+    for loop in domain.loops:
+        extents[loop.dim] = loop.upper
+    return extents
+
+
+def _check_limit(expr: AffineExpr, extents: list[int], name: str) -> None:
+    limit = limits.LIMIT // 2
+    if bounds(expr, extents, limit) is None:
+        raise CopyIRError(errors.INDEX_OVER_LIMIT.format(name=name, limit=limit))
+
+
+def _check_block_limit(
+    type: BufferedRefType, block: list, extents: list[int], name: str
+) -> None:
+    """The byte offset a window copy's block indices make in the array (as
+    expand-windows scales them), bounded like a DMA end's address."""
+    stride = type.window_type.dtype.itemsize
+    scales = []
+    for extent in reversed(type.get_shape()):
+        scales.append(stride)
+        stride *= extent
+    for index, dim, scale in zip(block, type.block_dims, reversed(scales), strict=True):
+        if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
+            size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
+            _check_limit(index * (scale * size), extents, name)
 
 
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
@@ -293,6 +461,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
     indices = op.block_indices
     if indices is not None and any(isinstance(i, SSAValue) for i in indices):
         exprs = [accesses.start(i) for i in indices]
+        _check_block_limit(type, exprs, _extents(domain), name)
         shape = type.get_shape()
 
         def bad(dims):
@@ -312,9 +481,15 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
         if point is not None:
             values = [_value(e, point) for e in exprs]
             _fail_at(domain, point, lambda p: check_block_indices(name, type, values))
+    if op.sem is not None:
+        _check_address_limit([op.sem], accesses, domain)
     slot = op.slot_value
     if isinstance(slot, SSAValue):
         expr = accesses.index(slot)
+        window = type.window_type
+        _check_limit(
+            expr * (window.nbytes // window.get_shape()[0]), _extents(domain), name
+        )
         buffers = type.buffers.data
         point = domain.first(
             lambda dims: (_at(expr, dims) < 0) | (_at(expr, dims) >= buffers)

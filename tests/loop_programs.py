@@ -42,14 +42,26 @@ Covered (each fragment is drawn with its variants):
   window just read and literals (float literals for float dtypes, small
   integers otherwise, `/` only for floats), in f32, f16, bf16, i32 and i8
   (integers wrap);
+- `guarded`: copies under kernel-level `when`s of constants and a named
+  value, outside any loop, with a racy debug copy under the condition
+  that never holds; one program in six is made of these alone, a kernel
+  with no loop at all;
+- `parallel`: grids marked `parallel=(0,)`, `(0, 1)` or `(1,)` whose
+  iterations reuse VMEM scratch, each writing it before reading it;
 - loops as `range(N)`, `range(a, b)` with a nonzero start, grids, and
   nested `for`s; trip counts of 1 (a `when` that never holds).
+
+`parallel_faults()` draws the contrary: parallel grids whose claim one
+fault breaks (state carried in VMEM, by a computation or by a DMA that
+adds; an HBM block every iteration writes; a DMA started in one iteration
+and waited in another), each with the report known by construction.
+`LoopProgram.classes` names the classes of input a program belongs to.
 
 Not covered: `priority=1`; SMEM scratch and scalar computations; `Element`
 and squeezed window dimensions in loops; `-=` and `*=`; pytree `sync_copy`
 with several leaves inside loops; a write-behind (an output DMA waited in
 a later iteration, or after the loop); one semaphore or buffer shared by
-two fragments; a grid marked parallel; NaN or infinite inputs
+two fragments; NaN or infinite inputs
 (computations may still make them, by division or overflow); bool, i16,
 i64, u8 to u32 and f64 dtypes; trip counts above a few dozen; anything
 racy or invalid (the generator makes only correct programs).
@@ -93,6 +105,26 @@ class LoopProgram:
     fragments: tuple[str, ...]
     expectations: tuple[tuple[str, Expectation], ...] = ()
     filename: str = "generated.cpy"
+
+    @property
+    def classes(self) -> set[str]:
+        """The classes of input this program belongs to, for coverage."""
+        found = set()
+        if all(f in LOOP_FREE for f in self.fragments):
+            found.add("loop-free with a kernel-level when")
+        if "parallel" in self.fragments:
+            found.add("parallel grid")
+        found.update(
+            {
+                "carried": {"parallel grid with carried state"},
+                "add_carried": {"parallel grid with carried state"},
+                "same_hbm": {"parallel grid writing HBM twice"},
+                "cross_dma": {"parallel grid with a DMA across iterations"},
+            }.get(self.fragments[0], set())
+        )
+        if "wide" in self.fragments:
+            found.add("indices near 64 bits")
+        return found
 
     def parse(self):
         return copyir.parse(self.text, filename=self.filename)

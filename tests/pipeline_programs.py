@@ -21,7 +21,11 @@ dimension only, or never; transposed maps; revisits of input blocks (an
 input ignoring an outer dimension is fetched again); accumulating outputs;
 one buffer (fetch and wait in the same step; a synchronous write-back);
 prefetch distances 1 and 2; parallel prefixes (one schedule per parallel
-point); trivial windows; grids with extent-1 dimensions. Not covered here:
+point); trivial windows; grids with extent-1 dimensions; the pipeline
+written twice in one kernel over the same inputs and outputs, and a user
+scratch buffer named as the first input's window would be (the lowering's
+names are fresh: `x0_window_1`, ...; `Pipeline.classes` says which of
+these a pipeline is). Not covered here:
 ragged edges and `Element` or squeezed blocks (see test_pipelines.py's
 examples), index maps with arithmetic.
 """

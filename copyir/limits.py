@@ -1,0 +1,58 @@
+"""How much one run may hold: the limits that verify, lower and run share.
+
+`copyir run` expands a stream's loops into events, one per execution of an
+instruction (a DMA start or wait, a computation, an invalidation), and
+keeps every event's fields (its row, loop indices, addresses, semaphore,
+resolved boxes, protocol state) in numpy arrays. Measured with
+`/usr/bin/time -v copyir run`: about 250 bytes per DMA event (loops of
+2^20, 2^21 and 2^22 iterations of a start and a wait through dynamic
+views, and pipelines of as many steps: 2.1 GB at 2^23 events), and about
+800 per computation of three operands through dynamic views (0.9 GB at
+2^20). At `MAX_EVENTS` that is 2 GiB of DMAs, or 6.5 GiB of such
+computations: a run fits comfortably on a 24 GiB machine.
+
+`verify` refuses a program beyond these limits, at the loop or pipeline,
+before it checks anything at every point of a loop's domain, so that what
+it accepts lowers and runs; the stream validator refuses a stream read
+from a file beyond them. One limit, three places: this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from copyir import errors
+from copyir.errors import CopyIRError
+
+LIMIT = 1 << 62
+"""Byte addresses, sizes and element counts, and every part of the index
+arithmetic that computes them, stay below this in magnitude, so that sums
+of a few of them never overflow numpy's 64-bit integers."""
+
+MAX_EVENTS = 1 << 23
+"""Events a run may hold: the sum, over a kernel's instructions, of the
+iterations of the loops around each (conditions not counted)."""
+
+MAX_ITERATIONS = MAX_EVENTS
+"""Iterations of one loop nest or pipeline grid (the verifier checks what
+depends on loop indices at each of them; the run expands each of them)."""
+
+BYTES_PER_EVENT = 800
+"""What one event costs `copyir run` at most, as measured (see above)."""
+
+
+def iterations(extents: Iterable[int]) -> int:
+    """The points of a nest or grid, exact however large (numpy's product
+    wraps at 64 bits)."""
+    return math.prod(max(int(e), 0) for e in extents)
+
+
+def out_of_memory() -> CopyIRError:
+    """The error for a `MemoryError`: a program too large for the machine is
+    the program's problem (exit 1), never an internal error."""
+    return CopyIRError(
+        errors.OUT_OF_MEMORY.format(
+            iterations=MAX_ITERATIONS, events=MAX_EVENTS, bytes=BYTES_PER_EVENT
+        )
+    )
