@@ -496,11 +496,12 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
 
     map_extents, set_extents = _extents(stream)
 
-    def fits(exprs, extents: list[int]) -> bool:
+    def fits(exprs, extents: list[int], limit: int | None = limits.LIMIT) -> bool:
         """Every value the expressions take over the loops of the rows that
         use them is a 64-bit integer (with room for an address's sums), and
-        none divides by zero or by an index."""
-        return all(bounds(expr, extents, limits.LIMIT) is not None for expr in exprs)
+        none divides by zero or by an index. A predicate is evaluated
+        exactly (`index.holds`), never made an address: no limit."""
+        return all(bounds(expr, extents, limit) is not None for expr in exprs)
 
     map_dims = dims_of(
         stream.maps,
@@ -524,6 +525,7 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             fits(
                 (e for s in sets for c in s.constraints for e in (c.lhs, c.rhs)),
                 set_extents[k],
+                None,
             )
             for k, sets in enumerate(stream.predicates, 1)
         ]

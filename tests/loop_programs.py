@@ -48,6 +48,8 @@ Covered (each fragment is drawn with its variants):
   with no loop at all;
 - `parallel`: grids marked `parallel=(0,)`, `(0, 1)` or `(1,)` whose
   iterations reuse VMEM scratch, each writing it before reading it;
+- `wide`: indices and conditions near 64 bits whose values are small
+  (`i % (2**63 - 1)`, `i // 2**62 + i`, `when i * c >= 0` past 2**63);
 - loops as `range(N)`, `range(a, b)` with a nonzero start, grids, and
   nested `for`s; trip counts of 1 (a `when` that never holds).
 
@@ -92,6 +94,7 @@ FRAGMENTS = (
     "descriptor",
     "guarded",
     "parallel",
+    "wide",
 )
 
 
@@ -626,6 +629,33 @@ def parallel(draw, b: Builder) -> None:
         b.sync_copy(yw, b.view(y, block))
 
 
+@st.composite
+def wide(draw, b: Builder) -> None:
+    """y = x row by row through indices and conditions near 64 bits whose
+    values are small: `i % (2**63 - 1)`, `i // 2**62 + i`, `when i < 2**63
+    - 1`, `when i * c >= 0` with i * c past 2**63 - 1 in the last
+    iterations (wrapped int64 would make it false there). Exact arithmetic
+    gives i and makes every condition hold."""
+    n, cols = draw(st.integers(1, 6)), draw(st.integers(1, 4))
+    x = b.param("x", (n, cols), True)
+    y = b.param("y", (n, cols), False)
+    with b.loop(f"range({n})", 1) as (i,):
+        index = draw(
+            st.sampled_from(
+                [f"{i} % {2**63 - 1}", f"{i} // {2**62} + {i}", f"{i} % {2**62 + 1}"]
+            )
+        )
+        over = 2**63 // max(n - 1, 2) + 1  # i * over wraps int64 where i > 1
+        condition = draw(
+            st.sampled_from(
+                [f"{i} < {2**63 - 1}", f"{i} * {over} >= 0", f"{i} + {2**62} > 0"]
+            )
+        )
+        with b.when(condition):
+            b.sync_copy(b.view(x, [index]), b.view(y, [i]))
+    b.expect(y, lambda inputs: inputs[x.name].copy())
+
+
 _BUILDERS = {
     "ring": ring,
     "windows": windows,
@@ -636,6 +666,7 @@ _BUILDERS = {
     "descriptor": descriptor,
     "guarded": guarded,
     "parallel": parallel,
+    "wide": wide,
 }
 LOOP_FREE = ("guarded",)
 """Fragments without loops: a program of these alone has none."""

@@ -49,8 +49,11 @@ def test_a_condition_that_would_overflow_still_holds():
     assert (err.loc.line, err.loc.col) == (4, 7)
 
 
-def test_an_index_whose_product_would_overflow_is_its_exact_value():
-    """`(i * 2**62) // 2**62` is i: every view is in bounds."""
+def test_an_index_whose_product_would_overflow_is_refused_by_its_limit():
+    """`(i * 2**62) // 2**62` is i, but a run computes addresses in 64 bits:
+    verify refuses it at the view with the limit's message (issue 14 item
+    4: what run refuses, verify refuses first, located), never with the
+    `Negative index -2` of wrapped arithmetic."""
     text = f"""kernel k(x: f32[16] @hbm, y: f32[16] @hbm) {{
   for i in range(8) {{
     v = x[(i * {BIG}) // {BIG}]
@@ -58,7 +61,9 @@ def test_an_index_whose_product_would_overflow_is_its_exact_value():
   }}
 }}
 """
-    copyir.verify(copyir.parse(text, "k.cpy"))
+    err = verify_error(text)
+    assert str(err) == errors.INDEX_OVER_LIMIT.format(name="v", limit=2**61)
+    assert (err.loc.line, err.loc.col) == (4, 5)  # the DMA that takes v
 
 
 def test_an_out_of_bounds_index_past_64_bits_is_reported_with_its_value():
@@ -93,7 +98,7 @@ def test_a_view_end_past_64_bits_is_out_of_bounds():
     assert str(err) == f"{expected}, at i = 1"
 
 
-def test_a_pipeline_index_map_is_evaluated_exactly():
+def test_a_pipeline_index_map_past_the_limit_is_refused():
     text = f"""kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {{
   pipeline grid=(8,)
       in  x block=(8, 128) index=(i) -> ((i * {BIG}) // {BIG}, 0)
@@ -103,7 +108,8 @@ def test_a_pipeline_index_map_is_evaluated_exactly():
   }}
 }}
 """
-    copyir.verify(copyir.parse(text, "k.cpy"))
+    err = verify_error(text)
+    assert str(err) == errors.INDEX_OVER_LIMIT.format(name="x", limit=2**61)
 
 
 def test_an_index_map_that_divides_by_zero_is_an_error():
