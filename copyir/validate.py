@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir import errors, limits
+from copyir.compute import check as compute_check
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
@@ -567,8 +568,10 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             lambda r: f"compute {compute[r]} of {len(stream.computes)}",
         )
     )
+    dtype = table["dtype"].astype(np.int64)
     for number, each in enumerate(stream.computes, start=1):
         rows = (op == COMPUTE) & (compute == number)
+        problems += _expression_problems(each, rows, dtype)
         for operand in each.operands:
             if (
                 operand.space not in SPACES
@@ -581,6 +584,21 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
                 problems.append(
                     (rows, lambda r: f"a bad operand of compute {compute[r]}")
                 )
+    return problems
+
+
+def _expression_problems(each, rows: np.ndarray, dtype: np.ndarray) -> list:
+    """A computation's expression holds the verifier's rules in the dtype of
+    each row that runs it (a hand-made stream may break them: an operand
+    that does not exist, `-` on bool, a literal out of range)."""
+    problems = []
+    for code in np.unique(dtype[rows]).tolist():
+        if not 0 <= code < len(DTYPES):
+            continue  # the row's own check reports it
+        try:
+            compute_check(each.expression, DTYPES[code], len(each.operands))
+        except CopyIRError as err:
+            problems.append((rows & (dtype == code), lambda r, why=err.message: why))
     return problems
 
 

@@ -195,3 +195,43 @@ def test_a_literal_out_of_its_dtype_is_a_located_error(dtype, literal, capfd):
 def test_literals_that_fit_are_accepted(dtype, statement, capfd):
     copyir.verify(copyir.parse(computation(dtype, statement), "k.cpy"))
     assert capfd.readouterr().err == ""
+
+
+BOOL_STREAM = """\
+dma.program "k" target "default" semaphores 1 {{
+  dma.buffer "x" "hbm" 0 i1 [8] param
+  dma.buffer "y" "hbm" 512 i1 [8] param
+  dma.buffer "a" "vmem" 0 i1 [8]
+  dma.buffer "b" "vmem" 512 i1 [8]
+  dma.start "hbm" 0 [1] -> "vmem" 0 [1] i1 [8] sem 0
+  dma.wait sem 0 bytes 8
+  dma.compute "vmem" 512 [1] i1 [8] = "{expression}" ("vmem" 0 [1])
+  dma.start "vmem" 512 [1] -> "hbm" 512 [1] i1 [8] sem 0
+  dma.wait sem 0 bytes 8
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("(neg $0)", errors.COMPUTE_BOOL_MINUS),
+        ("(sub $0 $0)", errors.COMPUTE_BOOL_MINUS),
+        ("(add $0 2)", errors.COMPUTE_LITERAL_RANGE.format(literal="2", dtype="bool")),
+        ("(add $0 $7)", errors.COMPUTE_MALFORMED.format(why="no operand $7")),
+    ],
+)
+def test_a_hand_made_stream_holds_its_computations_to_the_verifiers_rules(
+    tmp_path, capsys, expression, message
+):
+    """A `.dma` computation the verifier would refuse is a located error of
+    the stream, never a numpy TypeError or IndexError (exit 3)."""
+    from copyir.cli import main
+
+    path = tmp_path / "k.dma"
+    path.write_text(BOOL_STREAM.format(expression=expression))
+    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == f"{path}:8:3: error: " + errors.STREAM_MALFORMED.format(why=message)
+    path.write_text(BOOL_STREAM.format(expression="$0"))
+    assert main(["run", str(path), "--fill-inputs", "iota"]) == 0
