@@ -23,6 +23,7 @@ search, so the cost is a few passes over the accesses per level.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,8 +85,8 @@ def _level(innermost, indices, parallel, depth: int) -> Level:
     # An execution is a run of events of one loop with equal outer
     # indices; an iteration, a run with the loop's index equal too (both
     # are contiguous in program order, and in any permuted order).
-    levels_ = np.arange(width)
-    outer = np.where(levels_[None, :] < position[events, None], indices[events], -1)
+    columns = np.arange(width)
+    outer = np.where(columns[None, :] < position[events, None], indices[events], -1)
     own = indices[events, np.maximum(position[events], 0)] if width else outer[:, :0]
     key = np.column_stack([loop[events], outer])
     new_execution = np.ones(len(events), bool)
@@ -108,16 +109,16 @@ class Violation:
     """A broken claim: at the later event, with its message."""
 
     event: int
-    build: object
+    build: Callable[[], CopyIRError]
 
 
 def first_violation(
-    stream, levels_, events, ends, memory, starts, finish, namer, stats=None
+    stream, parallel_levels, events, ends, memory, starts, finish, namer, stats=None
 ):
     """The first broken claim in program order, or None (`stats`, an
     `overlaps.Stats`, counts the searches' work)."""
-    found: list[tuple[int, int, object]] = []
-    for level in levels_:
+    found: list[tuple[int, int, Callable[[], CopyIRError]]] = []
+    for level in parallel_levels:
         found += _dma_violations(stream, level, events, starts, finish, namer)
         found += _access_violations(stream, level, ends, memory, namer, stats)
     if not found:
@@ -289,8 +290,9 @@ def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray) -> np.ndarra
     # A read with no earlier write to its iteration's buffer is not
     # covered; the few others are replayed.
     rest = r[~found]
-    earlier = np.searchsorted(np.sort(at[w]), place[rest] * span, side="left")
-    some = np.searchsorted(np.sort(at[w]), at[rest], side="left") > earlier
+    writes_at = np.sort(at[w])
+    earlier = np.searchsorted(writes_at, place[rest] * span, side="left")
+    some = np.searchsorted(writes_at, at[rest], side="left") > earlier
     rest = rest[some]
     if len(rest):
         covered[rest] = _replayed(ends, memory, rows, place, at, write, invalid, rest)
