@@ -219,3 +219,53 @@ def test_verify_checks_sibling_loops_in_linear_work():
         return python_calls(lambda: copyir.verify(module))
 
     assert_linear(work, 250)
+
+
+@pytest.mark.parametrize(
+    ("grid", "body"),
+    [
+        # Scratch every iteration reuses, and a table all read.
+        (
+            "{n}, 4",
+            "    sync_copy x[i] -> buf\n    buf[...] = buf + table\n"
+            "    sync_copy buf -> y[i]\n",
+        ),
+        # One block of y written again at every step of a long sequential j.
+        ("4, {n}", "    sync_copy x[i] -> buf\n    sync_copy buf -> y[i]\n"),
+    ],
+)
+def test_the_parallel_claim_is_checked_in_linear_work(grid, body):
+    """The parallel check's searches make candidate pairs in proportion to
+    the accesses: VMEM writes never meet VMEM writes, and an iteration's
+    repeated accesses to one box stand as one."""
+    from copyir.backends import overlaps, parallel
+    from copyir.backends.interpreter import prepare
+
+    def work(n: int) -> int:
+        text = (
+            f"kernel par(x: f32[{n}, 128] @hbm, y: f32[{n}, 128] @hbm, "
+            "t: f32[128] @hbm) {\n"
+            "  buf = alloc f32[128] @vmem\n  table = alloc f32[128] @vmem\n"
+            "  sync_copy t -> table\n"
+            f"  for i, j in grid({grid.format(n=n)}), parallel=(0,) {{\n{body}  }}\n}}\n"
+        )
+        program = prepare(copyir.to_stream(copyir.lower(text)), frozenset({"x", "t"}))
+        verdict = program.check(claims=False)
+        stats = overlaps.Stats()
+        found = parallel.first_violation(
+            program.namer.stream,
+            parallel.levels(
+                program.namer.stream, program.trace.row, program.trace.indices
+            ),
+            program.events,
+            program.ends,
+            program.memory,
+            verdict.starts,
+            verdict.finish,
+            program.namer,
+            stats,
+        )
+        assert found is None
+        return stats.accesses + stats.candidates
+
+    assert_linear(work, 256)
