@@ -3,8 +3,9 @@
 # grid (4, 3) with dimension_semantics=(parallel, arbitrary). On hardware
 # the parallel rows run on different cores, each with its own schedule;
 # the arbitrary axis j carries the maximum in y's window, which stays put
-# over j. copyir runs the parallel iterations in a seeded permuted order
-# in random mode, so a body that carried state across rows would be caught.
+# over j. copyir holds the rows to their claim of independence: a body
+# that carried state across rows would be reported in every mode, naming
+# both rows (and random mode runs them in a seeded permuted order).
 
 kernel pipeline_parallel(x: f32[256, 384] @hbm, y: f32[256, 128] @hbm) {
   pipeline grid=(4, 3) dimension_semantics=(parallel, arbitrary)
