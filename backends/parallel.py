@@ -10,7 +10,10 @@ several cores. The claim holds when, within one execution of the loop:
   iteration writes before it reads are scratch, and may be reused);
 - a DMA is started and finished in one iteration (its wait is in the
   iteration of its start, and no DMA of the loop is left to a wait outside
-  it, nor one from outside to a wait inside).
+  it, nor one from outside to a wait inside);
+- scratch that two iterations write is dead after the execution: what it
+  holds then is the last iteration's to run, so a later read of it, before
+  it is written again, depends on their order.
 
 The check runs on the program in its own order and names both iterations
 and both sites, whatever the completion mode. It is the race search of
@@ -121,6 +124,7 @@ def first_violation(
     for level in parallel_levels:
         found += _dma_violations(stream, level, events, starts, finish, namer)
         found += _access_violations(stream, level, ends, memory, namer, stats)
+        found += _leftover_violations(stream, level, ends, memory, namer)
     if not found:
         return None
     event, _, build = min(found, key=lambda f: f[:2])
@@ -138,7 +142,7 @@ def _dma_violations(stream, level: Level, events, starts, finish, namer):
     start, wait = int(s[k]), int(f[k])
 
     def build() -> CopyIRError:
-        loop = int(level.loop[start] or level.loop[wait])
+        loop = int(level.loop[wait] or level.loop[start])
         where = (
             f"in iteration {namer.iteration(start)}"
             if level.inside[start]
@@ -200,25 +204,209 @@ def _access_violations(stream, level: Level, ends, memory, namer, stats=None):
 
 
 def _first_of_each(ends, level: Level, rows, write):
-    """The first access of each iteration to each box, as a read or a
-    write: every access of an iteration meets every access of another
-    (their windows span the execution), so the first one stands for the
-    rest, and an iteration that writes one block many times costs one row,
-    not a quadratic number of candidate pairs."""
+    """The accesses that stand for all: per execution, box and kind (read
+    or write), the first access of each of the first two iterations that
+    make one. Every access of an iteration meets every access of another
+    (their windows span the execution), and accesses of one iteration never
+    conflict, so the earliest conflict is among these; an iteration that
+    writes one block many times, or a thousand iterations that reuse one
+    scratch box, cost two rows, not a quadratic number of candidate pairs."""
     order = np.argsort(ends.event[rows], kind="stable")
     rows, write = rows[order], write[order]
-    keys = np.column_stack(
+    event = ends.event[rows]
+    box = [ends.buffer[rows], write, ends.lo[rows], ends.hi[rows]]
+    first, _ = group_rows(np.column_stack([level.group[event], *box]))
+    first = np.sort(first)  # the first access of each iteration to each box
+    rows, write, event = rows[first], write[first], event[first]
+    _, kind = group_rows(np.column_stack([level.end[event], *(b[first] for b in box)]))
+    # Rows are in program order, so a box's iterations come in order: keep
+    # the first two rows of each kind.
+    order = np.argsort(kind, kind="stable")
+    sorted_kind = kind[order]
+    start = np.searchsorted(sorted_kind, sorted_kind, side="left")
+    rank = np.empty(len(kind), np.int64)
+    rank[order] = np.arange(len(kind)) - start
+    keep = rank < 2
+    return rows[keep], write[keep]
+
+
+def _leftover_violations(stream, level: Level, ends, memory, namer):
+    """Scratch that two iterations of one execution write holds, after the
+    execution, what the one that ran last wrote: a read of it after the
+    execution, before it is written again, depends on their order (an
+    element of HBM written twice is reported where it is written)."""
+    scratch = np.array([b.space != "hbm" for b in stream.buffers], bool)
+    rows = np.flatnonzero(level.inside[ends.event] & ends.write & scratch[ends.buffer])
+    if len(rows) < 2:
+        return []
+    written = _written_twice(ends, memory, level, rows)
+    if not len(written.lo):
+        return []
+    hit = _first_leftover_read(ends, memory, written)
+    if hit is None:
+        return []
+    read, element = hit
+
+    def build() -> CopyIRError:
+        event = int(ends.event[read])
+        # The execution that left the element: the last one before the read.
+        mine = (written.lo <= element) & (element < written.hi)
+        mine &= written.end <= event
+        end = int(written.end[mine].max())
+        writers = written.runs_owner[
+            (written.runs_end == end)
+            & (written.runs_lo <= element)
+            & (element < written.runs_hi)
+        ]
+        writers = writers[np.argsort(ends.event[writers], kind="stable")]
+        groups = level.group[ends.event[writers]]
+        first = int(writers[0])
+        second = int(writers[np.flatnonzero(groups != groups[0])[0]])
+        buffer = int(ends.buffer[read])
+        index = np.unravel_index(
+            element - int(memory.bases[buffer]), tuple(memory.shapes[buffer])
+        )
+        names = [namer.iteration(int(ends.event[w])) for w in (first, second)]
+        message = errors.PARALLEL_LEFTOVER.format(
+            loop=_loop_name(stream, int(level.loop[ends.event[first]])),
+            what=_what(ends, read),
+            region=namer.region(buffer, ends.lo[read], ends.hi[read]),
+            element=namer.element(buffer, tuple(int(i) for i in index)),
+            first=names[0],
+            second=names[1],
+        )
+        notes = tuple(
+            Note(
+                errors.PARALLEL_WRITER.format(iteration=name),
+                namer.site(int(ends.event[w])).loc,
+            )
+            for w, name in zip((first, second), names, strict=True)
+        )
+        return namer.fail(event, message, notes)
+
+    return [(int(ends.event[read]), 1, build)]
+
+
+@dataclass(frozen=True)
+class _WrittenTwice:
+    """Intervals of global elements that two iterations of one execution
+    write, with the execution's end; and the write runs they came from."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    end: np.ndarray
+    runs_lo: np.ndarray
+    runs_hi: np.ndarray
+    runs_end: np.ndarray
+    runs_owner: np.ndarray
+
+
+def _written_twice(ends, memory, level: Level, rows) -> _WrittenTwice:
+    """Where two iterations of an execution write (or invalidate) the same
+    element: each iteration's runs made disjoint, then counted across the
+    iterations of each execution in one sweep."""
+    runs = coverage.box_runs(
+        memory.shapes,
+        memory.strides,
+        memory.bases,
+        ends.buffer[rows],
+        ends.lo[rows],
+        ends.hi[rows],
+    )
+    owner = rows[runs.owner]
+    event = ends.event[owner]
+    group, end = level.group[event], level.end[event]
+    # Each iteration's union: rebased so that an iteration's runs lie past
+    # the one before's (groups are numbered densely, in program order).
+    base = int(runs.lo.min())
+    span = int(runs.hi.max()) - base + 1
+    _, _, rank = small_groups(group)
+    offset = rank * span - base
+    order = np.argsort(runs.lo + offset, kind="stable")
+    lo, hi = runs.lo[order] + offset[order], runs.hi[order] + offset[order]
+    reach = np.maximum.accumulate(hi)
+    new = np.concatenate([[True], lo[1:] > reach[:-1]])
+    last = np.concatenate([np.flatnonzero(new)[1:] - 1, [len(lo) - 1]])
+    starts, stops = lo[new], reach[last]
+    kept = order[new]
+    starts, stops = starts - offset[kept], stops - offset[kept]
+    ends_of = end[kept]
+    # Across iterations: +1 where an interval starts, -1 where it stops
+    # (stops first at one element), per execution.
+    count = len(starts)
+    at = np.concatenate([starts, stops])
+    delta = np.concatenate([np.ones(count, np.int64), -np.ones(count, np.int64)])
+    execution = np.concatenate([ends_of, ends_of])
+    order = np.lexsort((delta, at, execution))
+    at, delta, execution = at[order], delta[order], execution[order]
+    depth = np.cumsum(delta)
+    twice = (depth[:-1] >= 2) & (at[1:] > at[:-1]) & (execution[1:] == execution[:-1])
+    return _WrittenTwice(
+        at[:-1][twice],
+        at[1:][twice],
+        execution[:-1][twice],
+        runs.lo,
+        runs.hi,
+        end,
+        owner,
+    )
+
+
+def _first_leftover_read(ends, memory, written: _WrittenTwice):
+    """The first read, after an execution, of an element it left written
+    twice and that nothing wrote since: (its row, the element), or None.
+    Replayed over the few buffers concerned, from their first such
+    execution's end."""
+    bases = memory.bases
+    buffer_of = np.searchsorted(bases, written.lo, side="right") - 1
+    since = np.full(len(bases), np.iinfo(np.int64).max)
+    np.minimum.at(since, buffer_of, written.end)
+    rows = np.flatnonzero((ends.read | ends.write) & (ends.event >= since[ends.buffer]))
+    reads = rows[ends.read[rows]]
+    if not len(reads):
+        return None
+    runs = coverage.box_runs(
+        memory.shapes,
+        memory.strides,
+        bases,
+        ends.buffer[rows],
+        ends.lo[rows],
+        ends.hi[rows],
+    )
+    owner = rows[runs.owner]
+    # Per element run, in program order: the execution's mark (it leaves
+    # the elements written twice) before the event's reads before its
+    # writes (a DMA that adds reads its destination first).
+    is_read = ends.read[owner] & ~ends.write[owner]
+    add = ends.read[owner] & ends.write[owner]
+    time = np.concatenate([written.end, ends.event[owner], ends.event[owner[add]]])
+    role = np.concatenate(
         [
-            level.group[ends.event[rows]],
-            ends.buffer[rows],
-            write,
-            ends.lo[rows],
-            ends.hi[rows],
+            np.zeros(len(written.lo), np.int64),
+            np.where(is_read, 1, 2),
+            np.ones(int(add.sum()), np.int64),
         ]
     )
-    first, _ = group_rows(keys)
-    first = np.sort(first)
-    return rows[first], write[first]
+    lo = np.concatenate([written.lo, runs.lo, runs.lo[add]])
+    hi = np.concatenate([written.hi, runs.hi, runs.hi[add]])
+    who = np.concatenate([np.full(len(written.lo), -1), owner, owner[add]])
+    clean = coverage.IntervalSet()
+    clean.add(int(lo.min()), int(hi.max()))
+    for k in np.lexsort((lo, role, time)).tolist():
+        a, b = int(lo[k]), int(hi[k])
+        if role[k] == 0:
+            clean.remove(a, b)
+        elif role[k] == 2:
+            clean.add(a, b)
+        elif (missing := clean.first_missing(a, b)) is not None:
+            return int(who[k]), missing
+    return None
+
+
+def _what(ends, row: int) -> str:
+    if ends.instant[row]:
+        return "invalidation" if ends.invalidate[row] else "computation"
+    return "DMA"
 
 
 def _conflict(stream, level: Level, ends, rows, write, later, earlier, namer):

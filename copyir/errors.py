@@ -299,6 +299,12 @@ PARALLEL_DMA = (
     "is started and finished within one iteration of a parallel loop"
 )
 PARALLEL_OTHER_ACCESS = "iteration {other} {their} it here"
+PARALLEL_LEFTOVER = (
+    "Parallel loop {loop}: this {what} reads {region}, whose element {element} "
+    "iterations {first} and {second} both write; after the loop it holds what "
+    "the one that ran last wrote"
+)
+PARALLEL_WRITER = "iteration {iteration} writes it here"
 RUN_SEMAPHORE_RANGE = "Semaphore {sem} is out of range: the program has {count}"
 RUN_UNSATISFIABLE_WAIT = (
     "Wait on semaphore {sem} needs {need} bytes, but at most {available} bytes "
