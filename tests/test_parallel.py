@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from copyir.backends.interpreter import MODES, fill_inputs
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from loop_programs import PARALLEL_FAULTS, parallel_faults
 
 import copyir
@@ -295,3 +296,90 @@ def test_every_generated_broken_claim_is_reported_at_its_iteration(case):
 
 def test_the_fault_generator_makes_every_fault():
     assert set(PARALLEL_FAULTS) == {"carried", "same_hbm", "cross_dma", "add_carried"}
+
+
+# -- an oracle: a parallel loop's verdict does not depend on the order ----------
+
+PARTS = ("0:4", "4:8", "0:8", "2:6")
+
+
+@st.composite
+def statements(draw, two: bool) -> str:
+    """One statement of a parallel body over x, y (HBM), buf, b2 (VMEM) and
+    sm (SMEM): copies in and out, between scratch, adds, computations."""
+    part = draw(st.sampled_from(PARTS))
+    size = int(part.split(":")[1]) - int(part.split(":")[0])
+    other = draw(
+        st.sampled_from([p for p in PARTS if eval(p.replace(":", "-")) == -size])
+    )
+    row = draw(st.sampled_from(["i", "0", "(i + 1) % 4", "3"]))
+    a, b = draw(st.sampled_from(["buf", "b2"])), draw(st.sampled_from(["buf", "b2"]))
+    text = draw(
+        st.sampled_from(
+            [
+                f"sync_copy x[{row}, {part}] -> {a}[{other}]",
+                f"sync_copy {a}[{part}] -> y[{row}, {other}]",
+                f"sync_copy {a}[{part}] -> {b}[{other}]",
+                f"{a}[{part}] = {b}[{other}] + 1",
+                f"sync_copy x[{row}, {part}] -> {a}[{other}], add",
+                f"sync_copy y[{row}, {part}] -> {a}[{other}]",
+                f"{a}[{part}] = 7",
+                f"sm[{draw(st.integers(0, 3))}] = sm[{draw(st.integers(0, 3))}] + 1",
+            ]
+        )
+    )
+    conditions = ["i == 0", "i >= 2", "i != 3"] + (["j == 0", "j == 1"] if two else [])
+    if draw(st.booleans()):
+        return (
+            f"    when {draw(st.sampled_from(conditions))} {{\n      {text}\n    }}\n"
+        )
+    return f"    {text}\n"
+
+
+@st.composite
+def parallel_programs(draw) -> str:
+    """A kernel whose scratch starts written, a loop marked parallel over a
+    random body, then perhaps reads of the scratch after the loop."""
+    two = draw(st.booleans())
+    head = "  for i in range(4), parallel=(0,) {\n"
+    if two:
+        dims = draw(st.sampled_from(["(0,)", "(1,)", "(0, 1)"]))
+        head = f"  for i, j in grid(4, 2), parallel={dims} {{\n"
+    body = "".join(draw(st.lists(statements(two), min_size=1, max_size=4)))
+    after = draw(
+        st.sampled_from(["", "  sync_copy buf -> y[0]\n", "  sync_copy b2 -> y[3]\n"])
+    )
+    return (
+        "kernel k(x: i32[4, 8] @hbm, y: i32[4, 8] @hbm) {\n"
+        "  buf = alloc i32[8] @vmem\n  b2 = alloc i32[8] @vmem\n"
+        "  sm = alloc i32[4] @smem\n"
+        "  sync_copy x[0] -> buf\n  sync_copy x[1] -> b2\n"
+        "  sync_copy x[2, 0:4] -> sm\n"
+        f"{head}{body}  }}\n{after}}}\n"
+    )
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(parallel_programs())
+def test_a_parallel_loop_that_keeps_its_claim_gives_one_result_in_every_order(text):
+    """Whatever the body, the data-free check, every mode and every seed
+    agree: one error, or one result (the claim makes the order moot)."""
+    try:
+        x = inputs(text)
+    except CopyIRError:
+        return  # not a program (a copy's shapes differ, say): no claim to test
+    verdicts = set()
+    for mode, seed in RUNS:
+        try:
+            got = copyir.run(text, x, mode=mode, seed=seed)
+            verdicts.add(("ok", got["x"].tobytes(), got["y"].tobytes()))
+        except CopyIRError as err:
+            verdicts.add(("error", str(err)))
+    try:
+        copyir.check_protocol(text)
+        checked = "ok"
+    except CopyIRError as err:
+        checked = str(err)
+    assert len(verdicts) == 1, verdicts
+    (verdict,) = verdicts
+    assert verdict[0] == "ok" if checked == "ok" else verdict == ("error", checked)
