@@ -305,14 +305,7 @@ def _written_twice(ends, memory, level: Level, rows) -> _WrittenTwice:
     """Where two iterations of an execution write (or invalidate) the same
     element: each iteration's runs made disjoint, then counted across the
     iterations of each execution in one sweep."""
-    runs = coverage.box_runs(
-        memory.shapes,
-        memory.strides,
-        memory.bases,
-        ends.buffer[rows],
-        ends.lo[rows],
-        ends.hi[rows],
-    )
+    runs = ends.runs(memory, rows)
     owner = rows[runs.owner]
     event = ends.event[owner]
     group, end = level.group[event], level.end[event]
@@ -365,14 +358,7 @@ def _first_leftover_read(ends, memory, written: _WrittenTwice):
     reads = rows[ends.read[rows]]
     if not len(reads):
         return None
-    runs = coverage.box_runs(
-        memory.shapes,
-        memory.strides,
-        bases,
-        ends.buffer[rows],
-        ends.lo[rows],
-        ends.hi[rows],
-    )
+    runs = ends.runs(memory, rows)
     owner = rows[runs.owner]
     # Per element run, in program order: the execution's mark (it leaves
     # the elements written twice) before the event's reads before its
@@ -515,14 +501,7 @@ def _replayed(ends, memory, rows, place, at, write, invalid, reads) -> np.ndarra
         np.isin(place, np.unique(place[reads])) & (write | invalid)
     )
     everything = np.concatenate([reads, involved])
-    runs = coverage.box_runs(
-        memory.shapes,
-        memory.strides,
-        memory.bases,
-        ends.buffer[rows[everything]],
-        ends.lo[rows[everything]],
-        ends.hi[rows[everything]],
-    )
+    runs = ends.runs(memory, rows[everything])
     role = np.where(runs.owner < len(reads), 0, 1)  # reads first at one event
     owner = everything[runs.owner]
     order = np.lexsort((runs.lo, role, at[owner]))

@@ -83,6 +83,19 @@ class Ends:
     what depends only on those is found once per value, without hashing
     the boxes."""
 
+    def runs(self, memory: Memory, rows: np.ndarray) -> coverage.Runs:
+        """The element runs of these rows' boxes (`coverage.box_runs`)."""
+        kinds = None if self.shape_kind is None else self.shape_kind[rows]
+        return coverage.box_runs(
+            memory.shapes,
+            memory.strides,
+            memory.bases,
+            self.buffer[rows],
+            self.lo[rows],
+            self.hi[rows],
+            kinds,
+        )
+
 
 @dataclass(frozen=True)
 class Memory:
@@ -425,16 +438,8 @@ def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
     the least (event, first element, row)."""
     rows = np.concatenate([reads, writes, invalid])
     kinds, box = _distinct_boxes(ends, memory, rows)
-    shapes, strides, bases = memory.shapes, memory.strides, memory.bases
-    runs = coverage.box_runs(
-        shapes,
-        strides,
-        bases,
-        ends.buffer[kinds],
-        ends.lo[kinds],
-        ends.hi[kinds],
-        _shape_kinds(ends, kinds),
-    )
+    strides, bases = memory.strides, memory.bases
+    runs = ends.runs(memory, kinds)
     lo = np.sort(runs.lo)
     hi = runs.hi[np.argsort(runs.lo, kind="stable")]
     if (hi[:-1] > lo[1:]).any():
@@ -494,15 +499,7 @@ def _replay_buffer(ends: Ends, memory: Memory, buffer: int, mine_r, mine_w, mine
     (event, row, first unwritten element) of the first read not covered."""
     bases = memory.bases
     rows = np.concatenate([mine_r, mine_w, mine_i])
-    runs = coverage.box_runs(
-        memory.shapes,
-        memory.strides,
-        bases,
-        ends.buffer[rows],
-        ends.lo[rows],
-        ends.hi[rows],
-        _shape_kinds(ends, rows),
-    )
+    runs = ends.runs(memory, rows)
     owner = rows[runs.owner]
     # At one event, reads come first: a DMA that adds, or a computation
     # that updates its destination, reads it before it writes it.
@@ -549,16 +546,4 @@ def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRErr
 
 def _write_runs(ends: Ends, memory: Memory) -> coverage.Runs:
     writes = np.flatnonzero(ends.write & ~ends.invalidate)
-    return coverage.box_runs(
-        memory.shapes,
-        memory.strides,
-        memory.bases,
-        ends.buffer[writes],
-        ends.lo[writes],
-        ends.hi[writes],
-        _shape_kinds(ends, writes),
-    )
-
-
-def _shape_kinds(ends: Ends, rows: np.ndarray) -> np.ndarray | None:
-    return None if ends.shape_kind is None else ends.shape_kind[rows]
+    return ends.runs(memory, writes)
