@@ -170,6 +170,19 @@ class IntervalSet:
         self.starts[i:j] = keep_starts
         self.ends[i:j] = keep_ends
 
+    def gaps(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The parts of [lo, hi) not in the set."""
+        i = bisect.bisect_right(self.ends, lo)  # first interval ending after lo
+        found, at = [], lo
+        while i < len(self.starts) and self.starts[i] < hi:
+            if self.starts[i] > at:
+                found.append((at, self.starts[i]))
+            at = max(at, self.ends[i])
+            i += 1
+        if at < hi:
+            found.append((at, hi))
+        return found
+
     def first_missing(self, lo: int, hi: int) -> int | None:
         """The first element of [lo, hi) not in the set, or None."""
         i = bisect.bisect_right(self.starts, lo) - 1

@@ -156,35 +156,53 @@ def _dma_violations(stream, level: Level, events, starts, finish, namer):
     return [(wait, 0, build)]
 
 
+@dataclass(frozen=True)
+class _Taking:
+    """The accesses that take part in a level's search: rows of `Ends`,
+    each as a read or a write, with the box it is checked by (a read's
+    part that its own iteration did not write, bounded)."""
+
+    rows: np.ndarray
+    write: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    def __getitem__(self, at) -> _Taking:
+        return _Taking(self.rows[at], self.write[at], self.lo[at], self.hi[at])
+
+
 def _access_violations(stream, level: Level, ends, memory, namer, stats=None):
     """Reads of another iteration's writes, and HBM written twice."""
     rows = np.flatnonzero(level.inside[ends.event])
     if not len(rows):
         return []
     group = level.group[ends.event[rows]]
-    uncovered = ends.read[rows] & ~_own_covered(ends, memory, rows, group)
-    # A DMA that adds reads and writes its destination: it takes part
-    # twice, as a write and, unless covered, as a read.
-    rows = np.concatenate([rows, rows[uncovered & ends.write[rows]]])
-    write = np.concatenate(
-        [ends.write[rows[: len(uncovered)]], np.zeros(len(rows) - len(uncovered), bool)]
+    covered, lo, hi = _own_covered(ends, memory, rows, group)
+    uncovered = ends.read[rows] & ~covered
+    # Every write takes part with its box; every read its own iteration
+    # did not cover, with the part it did not cover (a DMA that adds
+    # reads and writes its destination: it takes part twice).
+    writes = np.flatnonzero(ends.write[rows])
+    reads = np.flatnonzero(uncovered)
+    taking = _Taking(
+        np.concatenate([rows[writes], rows[reads]]),
+        np.concatenate([np.ones(len(writes), bool), np.zeros(len(reads), bool)]),
+        np.concatenate([ends.lo[rows[writes]], lo[reads]]),
+        np.concatenate([ends.hi[rows[writes]], hi[reads]]),
     )
-    keep = write | np.concatenate(
-        [uncovered, np.ones(len(rows) - len(uncovered), bool)]
-    )
-    rows, write = _first_of_each(ends, level, rows[keep], write[keep])
+    taking = _first_of_each(ends, level, taking)
     hbm = np.array([b.space == "hbm" for b in stream.buffers], bool)
     found = []
     for shared in (False, True):  # HBM, then VMEM and SMEM
-        mine = np.flatnonzero(hbm[ends.buffer[rows]] != shared)
-        if not len(mine):
+        mine = taking[hbm[ends.buffer[taking.rows]] != shared]
+        if not len(mine.rows):
             continue
-        event = ends.event[rows[mine]]
+        event = ends.event[mine.rows]
         accesses = overlaps.Accesses(
-            ends.buffer[rows[mine]],
-            ends.lo[rows[mine]],
-            ends.hi[rows[mine]],
-            write[mine],
+            ends.buffer[mine.rows],
+            mine.lo,
+            mine.hi,
+            mine.write,
             event,
             level.end[event],
             level.group[event],
@@ -192,18 +210,14 @@ def _access_violations(stream, level: Level, ends, memory, namer, stats=None):
         conflict = overlaps.first_conflict(accesses, stats, bipartite=shared)
         if conflict is None:
             continue
-        later, earlier = mine[conflict.later], mine[conflict.earlier]
+        pair = mine[[conflict.later, conflict.earlier]]
         found.append(
-            (
-                int(event[conflict.later]),
-                1,
-                _conflict(stream, level, ends, rows, write, later, earlier, namer),
-            )
+            (int(event[conflict.later]), 1, _conflict(stream, level, ends, pair, namer))
         )
     return found
 
 
-def _first_of_each(ends, level: Level, rows, write):
+def _first_of_each(ends, level: Level, taking: _Taking) -> _Taking:
     """The accesses that stand for all: per execution, box and kind (read
     or write), the first access of each of the first two iterations that
     make one. Every access of an iteration meets every access of another
@@ -211,13 +225,12 @@ def _first_of_each(ends, level: Level, rows, write):
     conflict, so the earliest conflict is among these; an iteration that
     writes one block many times, or a thousand iterations that reuse one
     scratch box, cost two rows, not a quadratic number of candidate pairs."""
-    order = np.argsort(ends.event[rows], kind="stable")
-    rows, write = rows[order], write[order]
-    event = ends.event[rows]
-    box = [ends.buffer[rows], write, ends.lo[rows], ends.hi[rows]]
+    taking = taking[np.argsort(ends.event[taking.rows], kind="stable")]
+    event = ends.event[taking.rows]
+    box = [ends.buffer[taking.rows], taking.write, taking.lo, taking.hi]
     first, _ = group_rows(np.column_stack([level.group[event], *box]))
     first = np.sort(first)  # the first access of each iteration to each box
-    rows, write, event = rows[first], write[first], event[first]
+    taking, event = taking[first], event[first]
     _, kind = group_rows(np.column_stack([level.end[event], *(b[first] for b in box)]))
     # Rows are in program order, so a box's iterations come in order: keep
     # the first two rows of each kind.
@@ -226,8 +239,7 @@ def _first_of_each(ends, level: Level, rows, write):
     start = np.searchsorted(sorted_kind, sorted_kind, side="left")
     rank = np.empty(len(kind), np.int64)
     rank[order] = np.arange(len(kind)) - start
-    keep = rank < 2
-    return rows[keep], write[keep]
+    return taking[rank < 2]
 
 
 def _leftover_violations(stream, level: Level, ends, memory, namer):
@@ -395,50 +407,43 @@ def _what(ends, row: int) -> str:
     return "DMA"
 
 
-def _conflict(stream, level: Level, ends, rows, write, later, earlier, namer):
-    """The error for a conflict between two of `rows` (`write` says which
-    took part as writes)."""
+def _conflict(stream, level: Level, ends, pair: _Taking, namer):
+    """The error for a conflict: the later access, then the earlier."""
 
     def build() -> CopyIRError:
-        row, other_row = int(rows[later]), int(rows[earlier])
+        row, other_row = int(pair.rows[0]), int(pair.rows[1])
         event, other = int(ends.event[row]), int(ends.event[other_row])
-        if ends.instant[row]:
-            what = "invalidation" if ends.invalidate[row] else "computation"
-        else:
-            what = "DMA"
         words = {
-            "what": what,
-            "action": "writes" if write[later] else "reads",
+            "what": _what(ends, row),
+            "action": "writes" if pair.write[0] else "reads",
             "region": namer.region(int(ends.buffer[row]), ends.lo[row], ends.hi[row]),
             "other": namer.iteration(other),
-            "their": "writes" if write[earlier] else "reads",
+            "their": "writes" if pair.write[1] else "reads",
             "loop": _loop_name(stream, int(level.loop[event])),
         }
         template = (
             errors.PARALLEL_WRITES
-            if write[later] and write[earlier]
+            if pair.write[0] and pair.write[1]
             else errors.PARALLEL_READS
         )
+        note = errors.PARALLEL_OTHER_ACCESS.format(**words)
         return namer.fail(
-            event,
-            template.format(**words),
-            (
-                Note(
-                    errors.PARALLEL_OTHER_ACCESS.format(**words), namer.site(other).loc
-                ),
-            ),
+            event, template.format(**words), (Note(note, namer.site(other).loc),)
         )
 
     return build
 
 
-def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Per row: a read that writes of its own iteration, at earlier events,
-    cover whole (so no other iteration's write can reach it)."""
+def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray):
+    """Per row: whether it is a read that writes of its own iteration, at
+    earlier events, cover whole (so no other iteration's write can reach
+    it); and the box of what they leave uncovered (bounded: the read's own
+    box where none of it is covered)."""
     covered = np.zeros(len(rows), bool)
+    lo, hi = ends.lo[rows].copy(), ends.hi[rows].copy()
     r = np.flatnonzero(ends.read[rows])
     if not len(r):
-        return covered
+        return covered, lo, hi
     # One iteration's buffer is a place (numbered densely, so that a place
     # and an event make one int64); within it, program order.
     _, _, place = small_groups(group * len(memory.shapes) + ends.buffer[rows])
@@ -469,8 +474,10 @@ def _own_covered(ends, memory, rows: np.ndarray, group: np.ndarray) -> np.ndarra
     some = np.searchsorted(writes_at, at[rest], side="left") > earlier
     rest = rest[some]
     if len(rest):
-        covered[rest] = _replayed(ends, memory, rows, place, at, write, invalid, rest)
-    return covered
+        covered[rest], lo[rest], hi[rest] = _replayed(
+            ends, memory, rows, place, at, write, invalid, rest
+        )
+    return covered, lo, hi
 
 
 def _last_equal_before(place, keys, at, query_place, query_keys, query_at):
@@ -493,10 +500,11 @@ def _last_equal_before(place, keys, at, query_place, query_keys, query_at):
     return found
 
 
-def _replayed(ends, memory, rows, place, at, write, invalid, reads) -> np.ndarray:
-    """Whether each of these reads is covered, by replaying its iteration's
-    writes and invalidations of its buffer in program order (the rare
-    reads that no single earlier write covers exactly)."""
+def _replayed(ends, memory, rows, place, at, write, invalid, reads):
+    """Whether each of these reads is covered, and the box bounding what is
+    not, by replaying its iteration's writes and invalidations of its
+    buffer in program order (the rare reads that no single earlier write
+    covers exactly)."""
     involved = np.flatnonzero(
         np.isin(place, np.unique(place[reads])) & (write | invalid)
     )
@@ -506,19 +514,51 @@ def _replayed(ends, memory, rows, place, at, write, invalid, reads) -> np.ndarra
     owner = everything[runs.owner]
     order = np.lexsort((runs.lo, role, at[owner]))
     sets: dict[int, coverage.IntervalSet] = {}
-    missing: set[int] = set()
+    gaps: dict[int, list[tuple[int, int]]] = {}
     for k in order.tolist():
         local = int(owner[k])
         lo, hi = int(runs.lo[k]), int(runs.hi[k])
         written = sets.setdefault(int(place[local]), coverage.IntervalSet())
         if role[k] == 0:
-            if written.first_missing(lo, hi) is not None:
-                missing.add(local)
+            gaps.setdefault(local, []).extend(written.gaps(lo, hi))
         elif invalid[local]:
             written.remove(lo, hi)
         else:
             written.add(lo, hi)
-    return np.array([local not in missing for local in reads.tolist()], bool)
+    covered = np.ones(len(reads), bool)
+    lo, hi = ends.lo[rows[reads]].copy(), ends.hi[rows[reads]].copy()
+    for n, local in enumerate(reads.tolist()):
+        if missing := gaps.get(local):
+            covered[n] = False
+            row = int(rows[local])
+            lo[n], hi[n] = _bounding_box(memory, row, ends, missing)
+    return covered, lo, hi
+
+
+def _bounding_box(memory, row: int, ends, runs) -> tuple[np.ndarray, np.ndarray]:
+    """The least box that holds these runs of global elements of the row's
+    buffer, within the row's box: a run that stays in one row of its last
+    dimensions is exact, a longer one spans those dimensions whole."""
+    buffer = int(ends.buffer[row])
+    shape = tuple(int(n) for n in memory.shapes[buffer])
+    base = int(memory.bases[buffer])
+    lo = np.array(shape, np.int64)
+    hi = np.zeros(len(shape), np.int64)
+    for a, b in runs:
+        first = np.unravel_index(a - base, shape)
+        last = np.unravel_index(b - 1 - base, shape)
+        differs = [d for d in range(len(shape)) if first[d] != last[d]]
+        split = differs[0] if differs else len(shape)
+        for d in range(len(shape)):
+            start, stop = int(first[d]), int(last[d]) + 1
+            if d > split:
+                start, stop = 0, shape[d]
+            lo[d], hi[d] = min(lo[d], start), max(hi[d], stop)
+    box_lo, box_hi = ends.lo[row].copy(), ends.hi[row].copy()
+    rank = min(len(shape), len(box_lo))  # past the buffer's rank: padding
+    box_lo[:rank] = np.maximum(box_lo[:rank], lo[:rank])
+    box_hi[:rank] = np.minimum(box_hi[:rank], hi[:rank])
+    return box_lo, box_hi
 
 
 def _loop_name(stream: Stream, loop: int) -> str:

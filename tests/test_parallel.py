@@ -255,6 +255,37 @@ def test_scratch_left_by_one_writer_or_written_again_is_no_leftover(body):
     runs_everywhere(kernel(body))
 
 
+def test_a_read_partly_covered_by_its_own_iteration_is_checked_by_the_rest():
+    """Each iteration writes buf[0:4] and reads buf whole: buf[4:8] is from
+    before the loop, so the program keeps its claim, until one iteration
+    writes buf[4:8]. In two dimensions, the part left uncovered is bounded
+    by a box (rows 2 and 3 here)."""
+    body = (
+        "  sync_copy x[0] -> buf\n"
+        "  for i in range(4), parallel=(0,) {{\n"
+        "    sync_copy x[i, 0:4] -> buf[0:4]\n{extra}"
+        "    sync_copy buf -> y[i]\n  }}\n"
+    )
+    runs_everywhere(kernel(body.format(extra="")))
+    extra = "    when i == 2 {\n      sync_copy x[i, 4:8] -> buf[4:8]\n    }\n"
+    assert errors_everywhere(kernel(body.format(extra=extra))).startswith(
+        "Parallel loop i: this DMA writes buf[4:8], which iteration i = 0 reads;"
+    )
+    rows = (
+        "  sync_copy x -> tile\n"
+        "  for i in range(4), parallel=(0,) {{\n"
+        "    sync_copy x[0:2] -> tile[0:2]\n{extra}"
+        "    sync_copy tile -> y[i]\n  }}\n"
+    )
+    scratch = "tile = alloc i32[4, 8] @vmem"
+    runs_everywhere(kernel(rows.format(extra=""), y=(4, 4, 8), scratch=scratch))
+    extra = "    when i == 1 {\n      sync_copy x[3] -> tile[3]\n    }\n"
+    program = kernel(rows.format(extra=extra), y=(4, 4, 8), scratch=scratch)
+    assert errors_everywhere(program).startswith(
+        "Parallel loop i: this DMA writes tile[3:4, 0:8], which iteration i = 0 reads;"
+    )
+
+
 def test_nested_parallel_dimensions_are_each_checked():
     """With parallel=(0, 1), iterations (0, 0) and (0, 1) are independent
     too; with parallel=(0,) only, the same program is legal."""
