@@ -43,6 +43,11 @@ from copyir.index import NEGATED, comparison, constant_out_of_range
 MAX_CONDITION_SETS = 256
 """The most conjunctions a `when` condition may have in or-of-ands form
 (each `!=` or `or` under an `and` multiplies them)."""
+MAX_TERMS = 256
+"""The most terms a flat chain of `+` and `-` may have: a chain is one
+level of nesting, but the expression it builds nests one level per term
+(xDSL's affine expressions are binary), which the printers and evaluators
+walk recursively."""
 _DIVISIONS = {
     "floordiv": AffineBinaryOpKind.FloorDiv,
     "mod": AffineBinaryOpKind.Mod,
@@ -124,12 +129,10 @@ class Affine:
             )
         if kind in _DIVISIONS:
             return self.division(tree, _DIVISIONS[kind], children, depth)
-        if kind in ("add", "sub", "mul"):
+        if kind in ("add", "sub"):
+            return self.sum(tree, depth)
+        if kind == "mul":
             lhs, rhs = (self.expr(c, depth + 1) for c in children)
-            if kind == "add":
-                return lhs + rhs
-            if kind == "sub":
-                return lhs - rhs
             try:
                 return lhs * rhs
             except NotImplementedError:
@@ -140,6 +143,28 @@ class Affine:
                 expr=self.source.source(tree), what=self.what(tree)
             ),
         )
+
+    def sum(self, tree: Tree, depth: int) -> AffineExpr:
+        """A flat chain `a + b - c` (the grammar nests it to the left, one
+        level per term) is one level of nesting, however long, as a chain
+        of `and` or `or` is: the printer writes a linearised grid step as a
+        sum of one term per grid dimension."""
+        top = tree
+        terms: list[tuple[str, Tree]] = []
+        while isinstance(tree, Tree) and tree.data in ("add", "sub"):
+            lhs, rhs = _operands(tree)
+            terms.append((tree.data, rhs))
+            tree = lhs
+        if len(terms) >= MAX_TERMS:
+            raise self.source.error(
+                top,
+                errors.INDEX_TOO_LONG.format(count=len(terms) + 1, limit=MAX_TERMS),
+            )
+        total = self.expr(tree, depth + 1)
+        for kind, term in reversed(terms):
+            value = self.expr(term, depth + 1)
+            total = total + value if kind == "add" else total - value
+        return total
 
     def name(self, tree: Tree) -> AffineExpr:
         """A name as a dimension; it must be an index value."""

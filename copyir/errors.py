@@ -474,6 +474,7 @@ OUT_OF_SCOPE_NAME = (
     "{name} was defined at line {line} inside the body of the {construct} at "
     "line {body}, and exists only inside that body"
 )
+INDEX_TOO_LONG = "Index expression has {count} terms, more than the limit of {limit}"
 CONDITION_TOO_LARGE = (
     "Condition {expr} has more than {limit} terms once written as an or of ands"
 )

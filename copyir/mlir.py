@@ -178,6 +178,8 @@ def parse_mlir(text: str, filename: str = "<input>") -> ModuleOp:
         raise CopyIRError(errors.ARRAY_INT_RANGE, parser.loc(parser.pos)) from None
     except NotImplementedError:  # xDSL's affine parser, on `d0 * d1`
         raise CopyIRError(errors.SEMI_AFFINE, parser.loc(parser.pos)) from None
+    except ZeroDivisionError:  # xDSL's affine parser folds `1 mod 0`
+        raise CopyIRError(errors.DIVIDES_BY_ZERO, parser.loc(parser.pos)) from None
     return module
 
 

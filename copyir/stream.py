@@ -855,6 +855,10 @@ def _affine(kind: str, text: str):
         attribute = Parser(Context(), f"{kind}<{text}>").parse_attribute()
     except ParseError as err:
         raise ValueError(f"bad {kind} {text!r}: {err.msg}") from None
+    except ZeroDivisionError:  # xDSL folds `1 mod 0` as it parses
+        raise ValueError(f"bad {kind} {text!r}: it divides by zero") from None
+    except NotImplementedError:  # and refuses `d0 * d1`
+        raise ValueError(f"bad {kind} {text!r}: {errors.SEMI_AFFINE}") from None
     if not isinstance(attribute, AffineMapAttr | AffineSetAttr):
         raise ValueError(f"bad {kind} {text!r}")
     return attribute.data

@@ -308,7 +308,22 @@ def check_header(stream: Stream) -> Layout:
             raise bad(
                 f"semaphore {named.name} beyond the program's {stream.semaphores}"
             )
+    _check_semaphore_names(stream.semaphore_names, bad)
     return Layout.of(stream.buffers)
+
+
+def _check_semaphore_names(named: list, bad) -> None:
+    """Each name once, each semaphore under one name at most: a name is how
+    a report calls a semaphore."""
+    seen = set()
+    for each in named:
+        if each.name in seen:
+            raise bad(f"semaphore {each.name} is declared twice")
+        seen.add(each.name)
+    spans = sorted((each.first, each.first + each.count, each.name) for each in named)
+    for (_, stop, name), (start, _, other) in itertools.pairwise(spans):
+        if start < stop:
+            raise bad(f"semaphores {name} and {other} share semaphore {start}")
 
 
 def check_buffer(buffer: Buffer, target: str, bad) -> None:

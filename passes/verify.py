@@ -119,7 +119,7 @@ def _verify_op(
                 loc_of(op.location),
             )
     try:
-        if domain.loops and isinstance(op, TOP_LEVEL):
+        if (domain.loops or domain.conditions) and isinstance(op, TOP_LEVEL):
             raise CopyIRError(errors.NOT_AT_TOP_LEVEL.format(op=op.name))
         if built:  # well-formed by construction: copyir's own rules only
             op.check()

@@ -235,3 +235,58 @@ def test_a_hand_made_stream_holds_its_computations_to_the_verifiers_rules(
     assert first == f"{path}:8:3: error: " + errors.STREAM_MALFORMED.format(why=message)
     path.write_text(BOOL_STREAM.format(expression="$0"))
     assert main(["run", str(path), "--fill-inputs", "iota"]) == 0
+
+
+def test_a_hand_made_stream_names_each_semaphore_once(tmp_path, capsys):
+    """Found by review: two names for one semaphore made reports that
+    contradicted themselves (`Wait on semaphore x[0]`, `x[0] has 32 bytes
+    in flight`)."""
+    from copyir.cli import main
+
+    head = (
+        'dma.program "k" target "default" semaphores 2 {\n'
+        '  dma.buffer "x" "hbm" 0 i32 [8] param\n'
+        '  dma.buffer "y" "hbm" 512 i32 [8] param\n'
+    )
+    body = (
+        '  dma.start "hbm" 0 [1] -> "hbm" 512 [1] i32 [8] sem 1\n'
+        "  dma.wait sem 1 bytes 32\n}\n"
+    )
+    path = tmp_path / "k.dma"
+    for names, why in [
+        (
+            '  dma.semaphore "s" 0 [1]\n  dma.semaphore "s" 1 [1]\n',
+            "semaphore s is declared twice",
+        ),
+        (
+            '  dma.semaphore "s" 0 [2]\n  dma.semaphore "t" 1 [1]\n',
+            "semaphores s and t share semaphore 1",
+        ),
+    ]:
+        path.write_text(head + names + body)
+        assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
+        first = capsys.readouterr().err.splitlines()[0]
+        assert first.endswith(errors.STREAM_MALFORMED.format(why=why))
+    path.write_text(
+        head + '  dma.semaphore "s" 0 [1]\n  dma.semaphore "t" 1 [1]\n' + body
+    )
+    assert main(["run", str(path), "--fill-inputs", "iota"]) == 0
+
+
+def test_a_constant_that_divides_by_zero_in_a_stream_is_located(tmp_path, capsys):
+    """xDSL's affine parser folds `1 mod 0` as it reads (ZeroDivisionError,
+    exit 3 before)."""
+    from copyir.cli import main
+
+    path = tmp_path / "k.dma"
+    path.write_text(
+        'dma.program "k" target "default" semaphores 1 {\n'
+        '  dma.buffer "x" "hbm" 0 i32 [8] param\n'
+        '  dma.buffer "y" "hbm" 512 i32 [8] param\n'
+        '  dma.start "hbm" 0 [1] -> "hbm" 512 [1] i32 [8] sem 0 if {() : (1 mod 0 >= 0)}\n'
+        "  dma.wait sem 0 bytes 32\n}\n"
+    )
+    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{path}:4:74: error: {errors.DIVIDES_BY_ZERO}"
+    )

@@ -322,6 +322,25 @@ def test_a_pipeline_grid_of_70_dimensions_runs():
     np.testing.assert_array_equal(copyir.run(text, {"x": x})["y"], x + 1)
 
 
+def test_the_printed_expansion_of_a_70_dimension_pipeline_parses_back():
+    """Found by review: the printer writes a linearised grid step as a sum
+    of a term per dimension, once counted one nesting level per term."""
+    names = ", ".join(f"i{k}" for k in range(DEPTH))
+    extents = ", ".join("2" if k in (0, 69) else "1" for k in range(DEPTH))
+    block = f"block=(8, 128) index=({names}) -> (2 * i0 + i69, 0)"
+    text = f"""kernel p(x: f32[32, 128] @hbm, y: f32[32, 128] @hbm) {{
+  pipeline grid=({extents}) in x {block} out y {block} (xw, yw) {{
+    yw[...] = xw + 1.0
+  }}
+}}
+"""
+    module = copyir.parse(text)
+    apply_passes(module, pipeline("expand-pipelines"))
+    printed = copyir.to_text(module, "cpy")
+    x = np.arange(32 * 128, dtype=np.float32).reshape(32, 128)
+    np.testing.assert_array_equal(copyir.run(printed, {"x": x})["y"], x + 1)
+
+
 def nested_loops_mlir(depth: int) -> str:
     ref = "!copy.ref<2x8xf32, hbm>"
     loops = "".join(

@@ -154,3 +154,15 @@ copy.kernel @k(%x : !copy.ref<16xf32, hbm>, %y : !copy.ref<16xf32, hbm>) {
     copy.sync_copy %v -> %1 : (!copy.ref<f32, hbm>) -> (!copy.ref<f32, hbm>)
   }
 }
+
+// -----
+
+// A constant that divides by zero, which xDSL's parser folds as it reads.
+builtin.module {
+  copy.kernel @k(%x: !copy.ref<8xi32, hbm>, %y: !copy.ref<8xi32, hbm>) {
+    // expected-error@+1 {{An index expression divides by zero}}
+    copy.when [affine_set<() : (1 mod 0 >= 0)>]() {
+      copy.sync_copy %x -> %y : (!copy.ref<8xi32, hbm>) -> (!copy.ref<8xi32, hbm>)
+    }
+  }
+}
