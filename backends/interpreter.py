@@ -584,6 +584,11 @@ class Executable:
             flat = flats[buffer]
             if not shape:  # a single element: one-element boxes
                 shape, strides = (1,), (1,)
+            # A dimension of one element never steps: its stride, however
+            # large a hand-made stream made it, is no part of the view.
+            strides = tuple(
+                0 if n == 1 else s for n, s in zip(shape, strides, strict=True)
+            )
             reach = sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
             item = flat.itemsize
             stacks.append(

@@ -338,8 +338,8 @@ TOO_MANY_ITERATIONS = (
     "that a run can check"
 )
 TOO_MANY_EVENTS = (
-    "{what} brings the DMA instructions the kernel runs to {count}, more than "
-    "the limit of {limit} that a run can check"
+    "{what} brings the events the kernel runs to {count}, more than the limit "
+    "of {limit} that a run can check"
 )
 INDEX_OVER_LIMIT = (
     "The index arithmetic of {name} reaches the limit of {limit} on a run's "

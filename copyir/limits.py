@@ -8,8 +8,11 @@ resolved boxes, protocol state) in numpy arrays. Measured with
 2^20, 2^21 and 2^22 iterations of a start and a wait through dynamic
 views, and pipelines of as many steps: 2.1 GB at 2^23 events), and about
 800 per computation of three operands through dynamic views (0.9 GB at
-2^20). At `MAX_EVENTS` that is 2 GiB of DMAs, or 6.5 GiB of such
-computations: a run fits comfortably on a 24 GiB machine.
+2^20), about 250 bytes per operand and destination of a computation
+(10 KB per event of a computation of 40 operands). So a computation counts
+one event per operand and one for its destination (`weight`), and at
+`MAX_EVENTS` a run holds about 2 GiB of DMAs, or of computations of any
+size: it fits comfortably on a 24 GiB machine.
 
 `verify` refuses a program beyond these limits, at the loop or pipeline,
 before it checks anything at every point of a loop's domain, so that what
@@ -32,14 +35,25 @@ of a few of them never overflow numpy's 64-bit integers."""
 
 MAX_EVENTS = 1 << 23
 """Events a run may hold: the sum, over a kernel's instructions, of the
-iterations of the loops around each (conditions not counted)."""
+iterations of the loops around each (conditions not counted), each
+computation weighed by its operands (`weight`)."""
+
+
+def weight(operands: int) -> int:
+    """The events one execution of an instruction counts for: a DMA, a wait
+    or an invalidation one; a computation one per operand and one for its
+    destination, since a run keeps a box and an address per end (measured:
+    about 10 KB per event of a computation of 40 operands)."""
+    return operands + 1 if operands else 1
+
 
 MAX_ITERATIONS = MAX_EVENTS
 """Iterations of one loop nest or pipeline grid (the verifier checks what
 depends on loop indices at each of them; the run expands each of them)."""
 
 BYTES_PER_EVENT = 800
-"""What one event costs `copyir run` at most, as measured (see above)."""
+"""What one weighed event costs `copyir run` at most, as measured (see
+above)."""
 
 
 def iterations(extents: Iterable[int]) -> int:

@@ -320,7 +320,7 @@ def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
     raise CopyIRError(
         errors.IRREGULAR_INDEX_MAP.format(
             name=describe(ref),
-            why="it changes at limits.iterations "
+            why="it changes at iterations "
             + ", ".join(_tuple(points[:, s]) for s in steps)
             + ", ...",
         )

@@ -406,7 +406,16 @@ def check_loops(stream: Stream) -> None:
     if loops.min() < 0 or loops.max() > len(stream.loops):
         row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
         raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
-    events = sum(c * runs[x] for x, c in enumerate(np.bincount(loops).tolist()))
+    weights = np.ones(len(loops), np.int64)
+    computes = np.flatnonzero(stream.instructions["op"] == COMPUTE)
+    for row in computes.tolist():
+        number = int(stream.instructions["compute"][row])
+        if 1 <= number <= len(stream.computes):
+            weights[row] = limits.weight(len(stream.computes[number - 1].operands))
+    events = sum(
+        w * runs[x]
+        for x, w in enumerate(np.bincount(loops, weights=weights).astype(np.int64))
+    )
     if events > limits.MAX_EVENTS:
         raise bad(
             f"its instructions run {events} times in all, more than the limit "

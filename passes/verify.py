@@ -18,6 +18,7 @@ mistake has when it is static.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,13 +60,14 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     WhenOp,
+    WindowOp,
     _check_subscript,
     check_block_indices,
     describe,
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
-from copyir.index import Dims, bounds, evaluate
+from copyir.index import Dims, bounds_over, evaluate
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -214,7 +216,9 @@ def instructions(op: Operation) -> int:
     """The stream instructions one execution of the op lowers to, at most
     (a pipeline's own copies over its whole grid; its body's ops count
     themselves)."""
-    if isinstance(op, DmaOp | AsyncDmaOp | ComputeOp | InvalidateOp):
+    if isinstance(op, ComputeOp):
+        return limits.weight(len(op.inputs))
+    if isinstance(op, DmaOp | AsyncDmaOp | InvalidateOp):
         return 1
     if isinstance(op, SyncCopyOp):
         return 2 * len(op.srcs)
@@ -255,9 +259,9 @@ def _check_index_maps_limit(op: PipelineOp) -> None:
     schedule evaluates a map up to `buffers` steps ahead and one behind,
     so over a grid widened by as much."""
     for ref, _, bref, index_map in op.specs():
-        extents = [g + bref.buffers.data + 1 for g in op.grid_shape]
+        reach = [g + bref.buffers.data for g in op.grid_shape]
         block = list(index_map.data.results)
-        _check_block_limit(bref, block, extents, describe(ref))
+        _check_block_limit(bref, block, lambda d, r=reach: (-1, r[d]), describe(ref))
 
 
 def _check_input_windows_read_only(op: PipelineOp, accesses: Accesses) -> None:
@@ -354,8 +358,15 @@ def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
 
 
 def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> None:
-    if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp):
+    if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp | InvalidateOp):
         _check_address_limit(op.operands, accesses, domain)
+    if isinstance(op, WindowOp) and isinstance(op.slot_value, SSAValue):
+        window = op.bref.type.window_type
+        _check_limit(
+            accesses.index(op.slot_value) * (window.nbytes // window.get_shape()[0]),
+            _extents(domain),
+            describe(op.bref),
+        )
     if isinstance(op, ViewOp | SemIndexOp):
         _check_subscripts(op, accesses, domain)
     elif isinstance(op, BufferedCopyOp):
@@ -385,23 +396,27 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
         _check_limit(access.offset * item, extents, describe(value))
 
 
-def _extents(domain: Domain) -> list[int]:
-    """Per kernel dimension, a bound on its values (those of loops outside
-    the domain: 0)."""
-    extents = [1] * (max((loop.dim for loop in domain.loops), default=-1) + 1)
-    for loop in domain.loops:
-        extents[loop.dim] = loop.upper
-    return extents
+def _extents(domain: Domain) -> Callable[[int], tuple[int, int]]:
+    """Per kernel dimension, the least and greatest value its index takes
+    (a loop of `range(a, b)` from a, not 0; dimensions of loops outside the
+    domain: 0)."""
+    ranges = {loop.dim: (loop.lower, loop.upper - 1) for loop in domain.loops}
+    return lambda dim: ranges.get(dim, (0, 0))
 
 
-def _check_limit(expr: AffineExpr, extents: list[int], name: str) -> None:
+def _check_limit(
+    expr: AffineExpr, extents: Callable[[int], tuple[int, int]], name: str
+) -> None:
     limit = limits.LIMIT // 2
-    if bounds(expr, extents, limit) is None:
+    if bounds_over(expr, extents, limit) is None:
         raise CopyIRError(errors.INDEX_OVER_LIMIT.format(name=name, limit=limit))
 
 
 def _check_block_limit(
-    type: BufferedRefType, block: list, extents: list[int], name: str
+    type: BufferedRefType,
+    block: list,
+    extents: Callable[[int], tuple[int, int]],
+    name: str,
 ) -> None:
     """The byte offset a window copy's block indices make in the array (as
     expand-windows scales them), bounded like a DMA end's address."""

@@ -18,6 +18,7 @@ import copyir
 from copyir import errors, limits
 from copyir.cli import main
 from copyir.errors import CopyIRError
+from copyir.stream import COMPUTE
 
 KERNEL = """kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {{
   buf = alloc f32[8] @vmem
@@ -55,11 +56,22 @@ def too_many(what: str, count: int) -> str:
 
 def stream_events(stream) -> int:
     """The events a run expands: each instruction once per iteration of
-    its loops."""
+    its loops, a computation weighed by its operands (`limits.weight`)."""
     runs = [1]
     for each in stream.loops:
         runs.append(each.trip_count * runs[each.parent])
-    return sum(runs[int(x)] for x in stream.instructions["loop"])
+    table = stream.instructions
+    return sum(
+        runs[int(loop)]
+        * (
+            limits.weight(len(stream.computes[int(number) - 1].operands))
+            if op == COMPUTE
+            else 1
+        )
+        for loop, op, number in zip(
+            table["loop"], table["op"], table["compute"], strict=True
+        )
+    )
 
 
 DYNAMIC_10_12 = kernel(
@@ -294,3 +306,25 @@ def test_a_pipeline_index_map_reaching_the_limit_is_refused_by_verify():
     err = verify_error(text)
     assert str(err) == errors.INDEX_OVER_LIMIT.format(name="x", limit=limits.LIMIT // 2)
     assert err.loc.line == 2
+
+
+def test_a_computation_weighs_one_event_per_operand_and_destination():
+    """Found by review: a computation of 40 operands costs a run about 10 KB
+    per execution, 40 times a DMA's; counted as one event, 2^23 of them
+    passed verify and needed some 85 GB."""
+    operands = " + ".join(f"buf[ds((i + {k}) % 8, 1)]" for k in range(40))
+    text = f"""kernel k(x: f32[8] @hbm) {{
+  buf = alloc f32[8] @vmem
+  acc = alloc f32[1] @vmem
+  sync_copy x -> buf
+  for i in range(300000) {{
+    acc[...] = {operands}
+  }}
+}}
+"""
+    with pytest.raises(CopyIRError) as err:
+        copyir.verify(copyir.parse(text, "k.cpy"))
+    assert str(err.value) == errors.TOO_MANY_EVENTS.format(
+        what="Loop i", count=2 + 41 * 300000, limit=limits.MAX_EVENTS
+    )
+    assert limits.weight(40) == 41 and limits.weight(0) == 1

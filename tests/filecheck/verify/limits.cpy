@@ -68,7 +68,7 @@ kernel k(x: f32[8] @hbm, y: f32[8] @hbm) {
     copy_start x -> buf, s
     copy_wait x -> buf, s
   }
-  # expected-error@+1 {{Loop j brings the DMA instructions the kernel runs to 12582912, more than the limit of 8388608 that a run can check}}
+  # expected-error@+1 {{Loop j brings the events the kernel runs to 12582912, more than the limit of 8388608 that a run can check}}
   for j in range(4194304) {
     copy_start x -> buf, s
     copy_wait x -> buf, s

@@ -244,3 +244,17 @@ kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
     yw[...] = xw
   }
 }
+
+# -----
+
+# A block that changes every other step is refused with the steps it
+# changes at (the message once read `limits.iterations`).
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{The index map of x changes its block irregularly over the grid: copyir keeps a pipeline's schedule as loops and needs block changes that an affine condition describes (it changes at iterations (0,), (2,), (4,), (6,), ...)}}
+  pipeline grid=(8,)
+      in  x block=(8, 128) index=(i) -> (i // 2, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
