@@ -292,7 +292,7 @@ def test_a_huge_target_capacity_is_a_clear_error(hbm, shown, tmp_path):
     with pytest.raises(InvocationError) as caught:
         get_target(str(path))
     assert str(caught.value) == errors.TARGET_TOO_LARGE.format(
-        what="hbm.capacity", limit=2**62, value=shown
+        what="hbm.capacity", limit=2**61, value=shown
     )
 
 
