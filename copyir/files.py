@@ -191,8 +191,14 @@ def _check_names_file(path: str, info: os.stat_result | None) -> None:
     """`out/`, `out/.`: a path that can only name a directory, which
     `realpath` forgets, is refused as `open(2)` refuses it, instead of
     writing a file `out`."""
+    if not path:  # as open(2) refuses ""
+        raise _cannot(path, errno.ENOENT)
     if not (path.endswith(("/", os.sep)) or os.path.basename(path) in (".", "..")):
         return
+    if os.path.basename(path) in (".", "..") and not os.path.lexists(
+        os.path.dirname(path) or "."
+    ):  # `nodir/..`: the kernel walks nodir, which realpath skips
+        raise _cannot(path, errno.ENOENT)
     if info is None:
         raise _cannot(
             path, errno.EISDIR if path.endswith(("/", os.sep)) else errno.ENOENT

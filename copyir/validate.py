@@ -593,9 +593,15 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
         )
     )
     dtype = table["dtype"].astype(np.int64)
+    hbm = SPACES.index("hbm")
+    problems.append(
+        ((op == COMPUTE) & (table["dst_space"] == hbm), lambda r: errors.HBM_STORE)
+    )
     for number, each in enumerate(stream.computes, start=1):
         rows = (op == COMPUTE) & (compute == number)
         problems += _expression_problems(each, rows, dtype)
+        if any(operand.space == "hbm" for operand in each.operands):
+            problems.append((rows, lambda r: errors.HBM_LOAD))
         for operand in each.operands:
             if (
                 operand.space not in SPACES

@@ -290,3 +290,31 @@ def test_a_constant_that_divides_by_zero_in_a_stream_is_located(tmp_path, capsys
     assert capsys.readouterr().err.splitlines()[0] == (
         f"{path}:4:74: error: {errors.DIVIDES_BY_ZERO}"
     )
+
+
+@pytest.mark.parametrize(
+    ("compute", "message"),
+    [
+        (
+            'dma.compute "vmem" 512 [1] i1 [8] = "$0" ("hbm" 0 [1])',
+            errors.HBM_LOAD,
+        ),
+        (
+            'dma.compute "hbm" 512 [1] i1 [8] = "$0" ("vmem" 0 [1])',
+            errors.HBM_STORE,
+        ),
+    ],
+)
+def test_a_hand_made_computation_never_touches_hbm(tmp_path, capsys, compute, message):
+    """Pallas' rule, as the verifier applies it to the authoring syntax
+    (found by review: a `.dma` computation on HBM ran)."""
+    from copyir.cli import main
+
+    text = BOOL_STREAM.format(expression="$0").replace(
+        'dma.compute "vmem" 512 [1] i1 [8] = "$0" ("vmem" 0 [1])', compute
+    )
+    path = tmp_path / "k.dma"
+    path.write_text(text)
+    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == f"{path}:8:3: error: " + errors.STREAM_MALFORMED.format(why=message)

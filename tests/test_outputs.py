@@ -249,6 +249,8 @@ def test_an_unwritable_output_is_found_before_lowering(tmp_path, capsys):
         ("dir", "Is a directory"),
         ("file/", "Not a directory"),
         ("file/.", "Not a directory"),
+        ("new/..", "No such file or directory"),
+        ("dir/..", "Is a directory"),
     ],
 )
 def test_an_output_that_names_a_directory_is_refused(name, why, tmp_path, capsys):
@@ -262,6 +264,16 @@ def test_an_output_that_names_a_directory_is_refused(name, why, tmp_path, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file"]
     assert (tmp_path / "file").read_text() == "kept"
     assert list((tmp_path / "dir").iterdir()) == []
+
+
+def test_an_empty_output_path_is_no_such_file(tmp_path, capsys, monkeypatch):
+    """As open(2) reads "" (found by review: it said "Is a directory")."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["lower", str(EXAMPLES / "roundtrip.cpy"), "-o", ""]) == 2
+    assert capsys.readouterr().err == (
+        "copyir: error: cannot write : No such file or directory\n"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_output_refuses_a_directory_path_too(tmp_path):
