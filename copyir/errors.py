@@ -271,6 +271,10 @@ RUN_OUT_OF_BOUNDS = "DMA {end} {region} is out of bounds: {why}"
 RUN_MISMATCHED_BUFFER = (
     "DMA {end} moves {dtype} elements, but buffer {name} holds {held}"
 )
+RUN_MISALIGNED = (
+    "DMA {end} {region} starts {offset} bytes into an element of buffer {name} "
+    "({item} bytes each)"
+)
 RUN_SELF_OVERLAP = "DMA source {src} and destination {dst} overlap"
 RUN_RACE = (
     "Race: this DMA {action} {region} while the DMA started at {other} is in "

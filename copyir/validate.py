@@ -769,6 +769,14 @@ def resolve_ends(
 
     def mismatch(r: int) -> str:
         b = layout.buffers[buffer[r]]
+        if layout.dtypes[buffer[r]] == kinds.dtype[kind[r]]:  # same, misaligned
+            return errors.RUN_MISALIGNED.format(
+                end=label,
+                region=region(r),
+                name=b.name,
+                offset=int((address[r] - base[r]) % item[r]),
+                item=int(item[r]),
+            )
         return errors.RUN_MISMATCHED_BUFFER.format(
             end=label,
             dtype=DTYPES[kinds.dtype[kind[r]]].name,

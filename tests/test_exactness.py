@@ -318,3 +318,25 @@ def test_a_hand_made_computation_never_touches_hbm(tmp_path, capsys, compute, me
     assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
     first = capsys.readouterr().err.splitlines()[0]
     assert first == f"{path}:8:3: error: " + errors.STREAM_MALFORMED.format(why=message)
+
+
+def test_a_misaligned_hand_made_end_says_so(tmp_path, capsys):
+    """Found by review: it read `DMA source moves f32 elements, but buffer x
+    holds f32`."""
+    from copyir.cli import main
+
+    path = tmp_path / "k.dma"
+    path.write_text(
+        'dma.program "k" target "default" semaphores 1 {\n'
+        '  dma.buffer "x" "hbm" 0 f32 [8] param\n'
+        '  dma.buffer "y" "hbm" 32 f32 [8] param\n'
+        '  dma.start "hbm" 2 [1] -> "hbm" 32 [1] f32 [1] sem 0\n'
+        "  dma.wait sem 0 bytes 4\n}\n"
+    )
+    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{path}:4:3: error: "
+        + errors.RUN_MISALIGNED.format(
+            end="source", region="hbm[2:6]", name="x", offset=2, item=4
+        )
+    )
