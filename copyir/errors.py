@@ -352,7 +352,7 @@ INDEX_OVER_LIMIT = (
 OUT_OF_MEMORY = (
     "copyir ran out of memory: the program needs more than this machine has "
     "(a run holds at most {iterations} iterations of a loop nest and {events} "
-    "DMA instructions run, at up to {bytes} bytes each)"
+    "events, at about {bytes} bytes each)"
 )
 CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
 RUN_NOT_A_BOX = (

@@ -9,6 +9,7 @@ authoring syntax (`8 * i + 8`, `(i + 1) % 2`, `i // 4`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -44,10 +45,7 @@ def grid_points(trips: Sequence[int], flat: np.ndarray | None = None) -> np.ndar
     dimensions; this has no such limit (a grid of 70 dimensions of 1 is a
     valid program)."""
     if flat is None:
-        total = 1
-        for trip in trips:
-            total *= trip
-        flat = np.arange(total, dtype=np.int64)
+        flat = np.arange(math.prod(trips), dtype=np.int64)
     points = np.empty((len(trips), len(flat)), np.int64)
     rest = flat
     for d in reversed(range(len(trips))):
@@ -117,16 +115,16 @@ def _evaluate(expr: AffineExpr, dims: Dims, dtype) -> np.ndarray:
 
 
 def bounds(
-    expr: AffineExpr, extent: int | Sequence[int], limit: int | None = None
+    expr: AffineExpr, extents: Sequence[int], limit: int | None = None
 ) -> tuple[int, int] | None:
     """The least and greatest values the expression takes with dimension k
-    in [0, extent[k]) (or every dimension in [0, extent)), as Python
-    integers (exact, however large); None if it divides by zero or by a
+    in [0, extents[k]) (a dimension past them: 0), as Python integers
+    (exact, however large); None if it divides by zero or by a
     non-constant, or if a part of it reaches `limit` in magnitude (a
     divisor is no part: it is never added or multiplied)."""
 
     def range_of(position: int) -> tuple[int, int]:
-        size = extent if isinstance(extent, int) else _extent(extent, position)
+        size = extents[position] if position < len(extents) else 1
         return 0, max(size - 1, 0)
 
     return bounds_over(expr, range_of, limit)
@@ -180,10 +178,6 @@ def _bounds(expr: AffineExpr, ranges, limit: int | None):
     else:
         ends = [-(-lhs[0] // divisor), -(-lhs[1] // divisor)]
     return min(ends), max(ends)
-
-
-def _extent(extents: Sequence[int], position: int) -> int:
-    return extents[position] if position < len(extents) else 1
 
 
 def divides_by_zero(exprs: Iterable[AffineExpr]) -> bool:

@@ -7,12 +7,11 @@ resolved boxes, protocol state) in numpy arrays. Measured with
 `/usr/bin/time -v copyir run`: about 250 bytes per DMA event (loops of
 2^20, 2^21 and 2^22 iterations of a start and a wait through dynamic
 views, and pipelines of as many steps: 2.1 GB at 2^23 events), and about
-800 per computation of three operands through dynamic views (0.9 GB at
-2^20), about 250 bytes per operand and destination of a computation
-(10 KB per event of a computation of 40 operands). So a computation counts
-one event per operand and one for its destination (`weight`), and at
-`MAX_EVENTS` a run holds about 2 GiB of DMAs, or of computations of any
-size: it fits comfortably on a 24 GiB machine.
+250 bytes per operand and destination of a computation (0.9 GB at 2^20
+computations of three operands, 1.4 GB at 2^17 of forty). So a computation
+weighs one event per operand and one for its destination (`weight`), and
+at `MAX_EVENTS` a run holds about 2 GiB, whatever it runs: it fits
+comfortably on a 24 GiB machine.
 
 `verify` refuses a program beyond these limits, at the loop or pipeline,
 before it checks anything at every point of a loop's domain, so that what
@@ -33,6 +32,11 @@ LIMIT = 1 << 62
 arithmetic that computes them, stay below this in magnitude, so that sums
 of a few of them never overflow numpy's 64-bit integers."""
 
+MAX_OFFSET = LIMIT // 2
+"""An access's index arithmetic (every part of it, over its loops' ranges)
+and a target space's capacity each stay below this, so that a buffer's
+address plus an offset into it stays below LIMIT."""
+
 MAX_EVENTS = 1 << 23
 """Events a run may hold: the sum, over a kernel's instructions, of the
 iterations of the loops around each (conditions not counted), each
@@ -44,16 +48,15 @@ def weight(operands: int) -> int:
     or an invalidation one; a computation one per operand and one for its
     destination, since a run keeps a box and an address per end (measured:
     about 10 KB per event of a computation of 40 operands)."""
-    return operands + 1 if operands else 1
+    return operands + 1
 
 
 MAX_ITERATIONS = MAX_EVENTS
 """Iterations of one loop nest or pipeline grid (the verifier checks what
 depends on loop indices at each of them; the run expands each of them)."""
 
-BYTES_PER_EVENT = 800
-"""What one weighed event costs `copyir run` at most, as measured (see
-above)."""
+BYTES_PER_EVENT = 250
+"""What one weighed event costs `copyir run`, as measured (see above)."""
 
 
 def iterations(extents: Iterable[int]) -> int:

@@ -279,9 +279,7 @@ def from_program(
     other check is `copyir.validate`'s, on the tables. A program that
     copyir's lowering just made is `lowered` (see `Stream.lowered`).
     """
-    stream = _Tables(written or {}, lowered).of(program)
-    stream.lowered = lowered
-    return stream
+    return _Tables(written or {}, lowered).of(program)
 
 
 class _Tables:
@@ -337,6 +335,7 @@ class _Tables:
             predicates=list(self.predicates),
             computes=list(self.computes),
             lines=lines,
+            lowered=self.lowered,
         )
 
     def walk(self, op: Operation, loop: int) -> None:
@@ -856,7 +855,7 @@ def _affine(kind: str, text: str):
     except ParseError as err:
         raise ValueError(f"bad {kind} {text!r}: {err.msg}") from None
     except ZeroDivisionError:  # xDSL folds `1 mod 0` as it parses
-        raise ValueError(f"bad {kind} {text!r}: it divides by zero") from None
+        raise ValueError(f"bad {kind} {text!r}: {errors.DIVIDES_BY_ZERO}") from None
     except NotImplementedError:  # and refuses `d0 * d1`
         raise ValueError(f"bad {kind} {text!r}: {errors.SEMI_AFFINE}") from None
     if not isinstance(attribute, AffineMapAttr | AffineSetAttr):

@@ -22,18 +22,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from copyir import errors
+from copyir import errors, limits
 from copyir.errors import InvocationError
 from copyir.machine import SPACES
 
 _UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 _SIZE = re.compile(r"\s*(\d{1,30})\s*(B|KiB|MiB|GiB)?\s*")
 
-MAX_BYTES = 1 << 61
+MAX_BYTES = limits.MAX_OFFSET
 """The largest capacity or alignment: a stream keeps byte addresses, ends
-and counts in signed 64-bit fields, and a buffer's address plus the index
-arithmetic of an access into it (below 2**61, `limits`) must stay below
-2**62."""
+and counts in signed 64-bit fields, where a buffer's address plus an
+access's index arithmetic must stay below `limits.LIMIT`."""
 
 
 @dataclass(frozen=True)

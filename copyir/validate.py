@@ -406,16 +406,8 @@ def check_loops(stream: Stream) -> None:
     if loops.min() < 0 or loops.max() > len(stream.loops):
         row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
         raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
-    weights = np.ones(len(loops), np.int64)
-    computes = np.flatnonzero(stream.instructions["op"] == COMPUTE)
-    for row in computes.tolist():
-        number = int(stream.instructions["compute"][row])
-        if 1 <= number <= len(stream.computes):
-            weights[row] = limits.weight(len(stream.computes[number - 1].operands))
-    events = sum(
-        w * runs[x]
-        for x, w in enumerate(np.bincount(loops, weights=weights).astype(np.int64))
-    )
+    per_loop = np.bincount(loops, weights=_weights(stream)).astype(np.int64)
+    events = sum(w * runs[x] for x, w in enumerate(per_loop.tolist()))
     if events > limits.MAX_EVENTS:
         raise bad(
             f"its instructions run {events} times in all, more than the limit "
@@ -428,6 +420,16 @@ def check_loops(stream: Stream) -> None:
                 raise StreamProblem(row, f"loop {loop}'s rows are not contiguous", True)
             seen_end[loop] = row
             loop = stream.loops[loop - 1].parent
+
+
+def _weights(stream: Stream) -> np.ndarray:
+    """Per row, the events one execution counts for (`limits.weight`)."""
+    table = stream.instructions
+    per_compute = [limits.weight(len(c.operands)) for c in stream.computes]
+    per_compute = np.array([1, *per_compute], np.int64)
+    number = table["compute"].astype(np.int64)
+    known = (table["op"] == COMPUTE) & (number >= 1) & (number <= len(stream.computes))
+    return per_compute[np.where(known, number, 0)]
 
 
 # -- instructions ------------------------------------------------------------------
@@ -637,34 +639,46 @@ def _extents(stream: Stream) -> tuple[dict[int, list[int]], dict[int, list[int]]
     it takes: the most of the loops at that depth around the rows that use
     it, so that its bounds are those of the values it takes, as the
     verifier's are for the program (a reference out of range is reported
-    elsewhere)."""
-    maps: dict[int, list[int]] = {}
-    sets: dict[int, list[int]] = {}
+    elsewhere). Worked out per distinct (map, innermost loop), not per row."""
+    maps: dict[int, list[int]] = defaultdict(list)
+    sets: dict[int, list[int]] = defaultdict(list)
 
     def widen(found: dict[int, list[int]], key: int, trips: list[int]) -> None:
-        have = found.setdefault(key, [])
+        have = found[key]
         for level, trip in enumerate(trips):
             if level < len(have):
                 have[level] = max(have[level], trip)
             else:
                 have.append(trip)
 
+    table = stream.instructions
     loops = len(stream.loops)
+    loop = table["loop"].astype(np.int64)
+    trips_of = {}
+    for number in np.unique(loop).tolist():
+        trips, at = [], number
+        while 0 < at <= loops and len(trips) <= loops:
+            trips.append(stream.loops[at - 1].trip_count)
+            at = stream.loops[at - 1].parent
+        trips_of[number] = trips[::-1]
+    for found, columns in (
+        (maps, ("src_map", "dst_map", "sem_map")),
+        (sets, ("predicate",)),
+    ):
+        for column in columns:
+            pairs = np.unique(
+                np.column_stack([table[column].astype(np.int64), loop]), axis=0
+            )
+            for key, number in pairs.tolist():
+                widen(found, key, trips_of[number])
     computes = len(stream.computes)
-    for entry in stream.instructions:
-        loop = int(entry["loop"])
-        trips = []
-        while 0 < loop <= loops and len(trips) <= loops:
-            trips.append(stream.loops[loop - 1].trip_count)
-            loop = stream.loops[loop - 1].parent
-        trips.reverse()
-        used = [int(entry[c]) for c in ("src_map", "dst_map", "sem_map")]
-        if 1 <= int(entry["compute"]) <= computes:
-            used += [o.map for o in stream.computes[int(entry["compute"]) - 1].operands]
-        for key in used:
-            widen(maps, key, trips)
-        widen(sets, int(entry["predicate"]), trips)
-    return defaultdict(list, maps), defaultdict(list, sets)
+    number = table["compute"].astype(np.int64)
+    known = (number >= 1) & (number <= computes)
+    pairs = np.unique(np.column_stack([number[known], loop[known]]), axis=0)
+    for compute, at in pairs.tolist():
+        for operand in stream.computes[compute - 1].operands:
+            widen(maps, operand.map, trips_of[at])
+    return maps, sets
 
 
 def _first(problems) -> tuple[int, str] | None:

@@ -69,6 +69,7 @@ from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
 from copyir.index import Dims, bounds_over, evaluate
 from copyir.locations import loc_of
+from copyir.stream import row_major
 from copyir.target import DEFAULT, Target, get_target
 
 
@@ -164,7 +165,7 @@ def _verify_op(
 @dataclass
 class Budget:
     """What a kernel's run will hold, counted as the walk meets each op,
-    against `copyir.limits`: every loop nest's limits.iterations, and the stream
+    against `copyir.limits`: every loop nest's iterations, and the stream
     instructions it runs in all (each once per iteration of the loops
     around it, conditions not counted: the run expands them so). What
     this accepts, the stream validator accepts."""
@@ -361,12 +362,8 @@ def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> Non
     if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp | InvalidateOp):
         _check_address_limit(op.operands, accesses, domain)
     if isinstance(op, WindowOp) and isinstance(op.slot_value, SSAValue):
-        window = op.bref.type.window_type
-        _check_limit(
-            accesses.index(op.slot_value) * (window.nbytes // window.get_shape()[0]),
-            _extents(domain),
-            describe(op.bref),
-        )
+        slot = accesses.index(op.slot_value)
+        _check_slot_limit(op.bref.type, slot, domain, describe(op.bref))
     if isinstance(op, ViewOp | SemIndexOp):
         _check_subscripts(op, accesses, domain)
     elif isinstance(op, BufferedCopyOp):
@@ -384,8 +381,8 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
     an affine map of the loop indices, which the run bounds over the loops'
     ranges below `limits.LIMIT` (interval arithmetic: a part such as `i + 2**62`
     in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
-    here, at its op, so that what verify accepts the run accepts (half the
-    limit, for the buffer's own address)."""
+    here, at its op, so that what verify accepts the run accepts (below
+    `limits.MAX_OFFSET`, leaving room for the buffer's own address)."""
     extents = _extents(domain)
     for value in values:
         access = accesses(value)
@@ -407,7 +404,7 @@ def _extents(domain: Domain) -> Callable[[int], tuple[int, int]]:
 def _check_limit(
     expr: AffineExpr, extents: Callable[[int], tuple[int, int]], name: str
 ) -> None:
-    limit = limits.LIMIT // 2
+    limit = limits.MAX_OFFSET
     if bounds_over(expr, extents, limit) is None:
         raise CopyIRError(errors.INDEX_OVER_LIMIT.format(name=name, limit=limit))
 
@@ -420,15 +417,22 @@ def _check_block_limit(
 ) -> None:
     """The byte offset a window copy's block indices make in the array (as
     expand-windows scales them), bounded like a DMA end's address."""
-    stride = type.window_type.dtype.itemsize
-    scales = []
-    for extent in reversed(type.get_shape()):
-        scales.append(stride)
-        stride *= extent
-    for index, dim, scale in zip(block, type.block_dims, reversed(scales), strict=True):
+    item = type.window_type.dtype.itemsize
+    scales = [item * stride for stride in row_major(type.get_shape())]
+    for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
         if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
             _check_limit(index * (scale * size), extents, name)
+
+
+def _check_slot_limit(
+    type: BufferedRefType, slot: AffineExpr, domain: Domain, name: str
+) -> None:
+    """The byte offset of a window's slot in its buffer, bounded like a DMA
+    end's address."""
+    window = type.window_type
+    slot_bytes = window.nbytes // window.get_shape()[0]
+    _check_limit(slot * slot_bytes, _extents(domain), name)
 
 
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
@@ -501,10 +505,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
     slot = op.slot_value
     if isinstance(slot, SSAValue):
         expr = accesses.index(slot)
-        window = type.window_type
-        _check_limit(
-            expr * (window.nbytes // window.get_shape()[0]), _extents(domain), name
-        )
+        _check_slot_limit(type, expr, domain, name)
         buffers = type.buffers.data
         point = domain.first(
             lambda dims: (_at(expr, dims) < 0) | (_at(expr, dims) >= buffers)
