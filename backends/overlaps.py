@@ -133,9 +133,10 @@ def _best(
     later = np.where(s[a] > s[b], a, b)
     earlier = np.where(s[a] > s[b], b, a)
     w = accesses.write
-    rank = np.where(w[later], np.where(w[earlier], 0, 1), 2)
     if bipartite:
         rank = np.where(w[later], 1, 0)
+    else:
+        rank = np.where(w[later], np.where(w[earlier], 0, 1), 2)
     keys = np.lexsort((earlier, later, rank, s[earlier], s[later]))
     k = keys[0]
     return (

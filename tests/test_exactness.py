@@ -212,6 +212,22 @@ dma.program "k" target "default" semaphores 1 {{
 """
 
 
+def run_stream_text(tmp_path, capsys, text: str) -> tuple[int, str, str]:
+    """`copyir run` of a hand-made `.dma`: its exit status, the first line it
+    printed on stderr, and the file's path."""
+    from copyir.cli import main
+
+    path = tmp_path / "k.dma"
+    path.write_text(text)
+    status = main(["run", str(path), "--fill-inputs", "iota"])
+    lines = capsys.readouterr().err.splitlines()
+    return status, lines[0] if lines else "", str(path)
+
+
+def malformed(path: str, line: int, col: int, why: str) -> str:
+    return f"{path}:{line}:{col}: error: " + errors.STREAM_MALFORMED.format(why=why)
+
+
 @pytest.mark.parametrize(
     ("expression", "message"),
     [
@@ -226,34 +242,26 @@ def test_a_hand_made_stream_holds_its_computations_to_the_verifiers_rules(
 ):
     """A `.dma` computation the verifier would refuse is a located error of
     the stream, never a numpy TypeError or IndexError (exit 3)."""
-    from copyir.cli import main
-
-    path = tmp_path / "k.dma"
-    path.write_text(BOOL_STREAM.format(expression=expression))
-    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
-    first = capsys.readouterr().err.splitlines()[0]
-    assert first == f"{path}:8:3: error: " + errors.STREAM_MALFORMED.format(why=message)
-    path.write_text(BOOL_STREAM.format(expression="$0"))
-    assert main(["run", str(path), "--fill-inputs", "iota"]) == 0
+    text = BOOL_STREAM.format(expression=expression)
+    status, first, path = run_stream_text(tmp_path, capsys, text)
+    assert (status, first) == (1, malformed(path, 8, 3, message))
+    text = BOOL_STREAM.format(expression="$0")
+    assert run_stream_text(tmp_path, capsys, text)[:2] == (0, "")
 
 
-def test_a_hand_made_stream_names_each_semaphore_once(tmp_path, capsys):
-    """Found by review: two names for one semaphore made reports that
-    contradicted themselves (`Wait on semaphore x[0]`, `x[0] has 32 bytes
-    in flight`)."""
-    from copyir.cli import main
+SEMAPHORES = """\
+dma.program "k" target "default" semaphores 2 {{
+  dma.buffer "x" "hbm" 0 i32 [8] param
+  dma.buffer "y" "hbm" 512 i32 [8] param
+{names}  dma.start "hbm" 0 [1] -> "hbm" 512 [1] i32 [8] sem 1
+  dma.wait sem 1 bytes 32
+}}
+"""
 
-    head = (
-        'dma.program "k" target "default" semaphores 2 {\n'
-        '  dma.buffer "x" "hbm" 0 i32 [8] param\n'
-        '  dma.buffer "y" "hbm" 512 i32 [8] param\n'
-    )
-    body = (
-        '  dma.start "hbm" 0 [1] -> "hbm" 512 [1] i32 [8] sem 1\n'
-        "  dma.wait sem 1 bytes 32\n}\n"
-    )
-    path = tmp_path / "k.dma"
-    for names, why in [
+
+@pytest.mark.parametrize(
+    ("names", "why"),
+    [
         (
             '  dma.semaphore "s" 0 [1]\n  dma.semaphore "s" 1 [1]\n',
             "semaphore s is declared twice",
@@ -262,34 +270,28 @@ def test_a_hand_made_stream_names_each_semaphore_once(tmp_path, capsys):
             '  dma.semaphore "s" 0 [2]\n  dma.semaphore "t" 1 [1]\n',
             "semaphores s and t share semaphore 1",
         ),
-    ]:
-        path.write_text(head + names + body)
-        assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
-        first = capsys.readouterr().err.splitlines()[0]
-        assert first.endswith(errors.STREAM_MALFORMED.format(why=why))
-    path.write_text(
-        head + '  dma.semaphore "s" 0 [1]\n  dma.semaphore "t" 1 [1]\n' + body
-    )
-    assert main(["run", str(path), "--fill-inputs", "iota"]) == 0
+    ],
+)
+def test_a_hand_made_stream_names_each_semaphore_once(tmp_path, capsys, names, why):
+    """Found by review: two names for one semaphore made reports that
+    contradicted themselves (`Wait on semaphore x[0]`, `x[0] has 32 bytes
+    in flight`)."""
+    text = SEMAPHORES.format(names=names)
+    status, first, path = run_stream_text(tmp_path, capsys, text)
+    assert (status, first) == (1, malformed(path, 1, 1, why))
+    names = '  dma.semaphore "s" 0 [1]\n  dma.semaphore "t" 1 [1]\n'
+    text = SEMAPHORES.format(names=names)
+    assert run_stream_text(tmp_path, capsys, text)[:2] == (0, "")
 
 
 def test_a_constant_that_divides_by_zero_in_a_stream_is_located(tmp_path, capsys):
     """xDSL's affine parser folds `1 mod 0` as it reads (ZeroDivisionError,
     exit 3 before)."""
-    from copyir.cli import main
-
-    path = tmp_path / "k.dma"
-    path.write_text(
-        'dma.program "k" target "default" semaphores 1 {\n'
-        '  dma.buffer "x" "hbm" 0 i32 [8] param\n'
-        '  dma.buffer "y" "hbm" 512 i32 [8] param\n'
-        '  dma.start "hbm" 0 [1] -> "hbm" 512 [1] i32 [8] sem 0 if {() : (1 mod 0 >= 0)}\n'
-        "  dma.wait sem 0 bytes 32\n}\n"
+    text = SEMAPHORES.format(names="").replace(
+        "sem 1\n", "sem 1 if {() : (1 mod 0 >= 0)}\n", 1
     )
-    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
-    assert capsys.readouterr().err.splitlines()[0] == (
-        f"{path}:4:74: error: {errors.DIVIDES_BY_ZERO}"
-    )
+    status, first, path = run_stream_text(tmp_path, capsys, text)
+    assert (status, first) == (1, f"{path}:4:74: error: {errors.DIVIDES_BY_ZERO}")
 
 
 @pytest.mark.parametrize(
@@ -308,35 +310,25 @@ def test_a_constant_that_divides_by_zero_in_a_stream_is_located(tmp_path, capsys
 def test_a_hand_made_computation_never_touches_hbm(tmp_path, capsys, compute, message):
     """Pallas' rule, as the verifier applies it to the authoring syntax
     (found by review: a `.dma` computation on HBM ran)."""
-    from copyir.cli import main
-
     text = BOOL_STREAM.format(expression="$0").replace(
         'dma.compute "vmem" 512 [1] i1 [8] = "$0" ("vmem" 0 [1])', compute
     )
-    path = tmp_path / "k.dma"
-    path.write_text(text)
-    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
-    first = capsys.readouterr().err.splitlines()[0]
-    assert first == f"{path}:8:3: error: " + errors.STREAM_MALFORMED.format(why=message)
+    status, first, path = run_stream_text(tmp_path, capsys, text)
+    assert (status, first) == (1, malformed(path, 8, 3, message))
 
 
 def test_a_misaligned_hand_made_end_says_so(tmp_path, capsys):
     """Found by review: it read `DMA source moves f32 elements, but buffer x
     holds f32`."""
-    from copyir.cli import main
-
-    path = tmp_path / "k.dma"
-    path.write_text(
+    text = (
         'dma.program "k" target "default" semaphores 1 {\n'
         '  dma.buffer "x" "hbm" 0 f32 [8] param\n'
         '  dma.buffer "y" "hbm" 32 f32 [8] param\n'
         '  dma.start "hbm" 2 [1] -> "hbm" 32 [1] f32 [1] sem 0\n'
         "  dma.wait sem 0 bytes 4\n}\n"
     )
-    assert main(["run", str(path), "--fill-inputs", "iota"]) == 1
-    assert capsys.readouterr().err.splitlines()[0] == (
-        f"{path}:4:3: error: "
-        + errors.RUN_MISALIGNED.format(
-            end="source", region="hbm[2:6]", name="x", offset=2, item=4
-        )
+    status, first, path = run_stream_text(tmp_path, capsys, text)
+    message = errors.RUN_MISALIGNED.format(
+        end="source", region="hbm[2:6]", name="x", offset=2, item=4
     )
+    assert (status, first) == (1, f"{path}:4:3: error: {message}")

@@ -22,7 +22,7 @@ import pytest
 from copyir.backends.interpreter import MODES, fill_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loop_programs import PARALLEL_FAULTS, parallel_faults
+from loop_programs import parallel_faults
 
 import copyir
 from copyir.errors import CopyIRError
@@ -324,10 +324,6 @@ def test_every_generated_broken_claim_is_reported_at_its_iteration(case):
         message = str(err.value)
         assert message.startswith(case.message), (case.fault, message)
         assert message.endswith(case.iteration), (case.fault, message)
-
-
-def test_the_fault_generator_makes_every_fault():
-    assert set(PARALLEL_FAULTS) == {"carried", "same_hbm", "cross_dma", "add_carried"}
 
 
 # -- an oracle: a parallel loop's verdict does not depend on the order ----------
