@@ -136,18 +136,8 @@ class _Lowering:
         self.ops: list[Operation] = []
         self.semaphores = 0
         self.accesses = Accesses()
-        self.names = FreshNames(
-            [
-                *kernel.param_names,
-                *(
-                    r.name_hint
-                    for op in kernel.body.block.ops
-                    for r in op.results
-                    if r.name_hint
-                ),
-            ]
-        )
-        """The kernel's top-level names, and fresh ones for the rest."""
+        self.names = FreshNames.of(kernel)
+        """The kernel's names, and fresh ones for the rest."""
         self.claimed: set[str] = set()
 
     @staticmethod
