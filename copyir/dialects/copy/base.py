@@ -1,0 +1,177 @@
+"""What every op of the copy dialect shares: the `CopyOp` base, how messages
+name values, and the checks several ops make.
+
+Verifiers raise `CopyIRError` (a `ValueError`) with the messages of
+`copyir.errors`; `passes.verify` gives them the op's location. A check that
+looks through chains of views (do a DMA's ends overlap?) is a
+`verify_accesses(accesses)` method rather than part of `verify_`:
+`passes.verify` calls it with one `copyir.access.Accesses` for the whole
+program, so that each view is folded once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from xdsl.ir import Attribute, SSAValue
+from xdsl.ir.affine import AffineExpr
+from xdsl.irdl import IRDLOperation
+
+from copyir import errors
+from copyir.errors import CopyIRError, Note
+from copyir.index import constant_out_of_range, divides_by_zero
+
+from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
+
+if TYPE_CHECKING:
+    from copyir.access import Accesses
+
+ACTIONS = ("start", "wait")
+
+BUILT: weakref.WeakSet = weakref.WeakSet()
+"""Modules whose ops copyir's builder made (the authoring syntax's parser):
+their operands, results and properties are well-formed by construction, so
+the verifier runs only each op's own `check`, not xDSL's generic one."""
+
+
+class CopyOp(IRDLOperation):
+    """An op of the copy dialect. `check` holds its own rules; `verify_`,
+    which xDSL's verify calls after its generic checks of the op's shape
+    (operand, result and property kinds), runs it."""
+
+    def check(self) -> None:
+        pass
+
+    def verify_(self) -> None:
+        self.check()
+
+    def written(self) -> tuple[SSAValue, ...]:
+        """The refs this op writes (or names as a DMA's destination)."""
+        return ()
+
+    def result_text(self) -> str | None:
+        """How messages spell this op's result when the user named it not:
+        a view's expression (`x[0:8]`), an index expression (`8 * i + 8`)."""
+        return None
+
+
+def set_name(value: SSAValue, name: str | None) -> None:
+    """Name a value exactly as the user did.
+
+    xDSL's `name_hint` setter drops a trailing `_<digits>`, which would turn
+    a parameter `out_1` into `out`; parameter names bind inputs and outputs,
+    so copyir keeps them whole.
+    """
+    value._name = name
+
+
+def describe(value: SSAValue) -> str:
+    """A value as a user wrote it: its name, the view expression, or the
+    index expression (`8 * i + 8`)."""
+    if value.name_hint is not None:
+        return value.name_hint
+    owner = value.owner
+    text = owner.result_text() if isinstance(owner, CopyOp) else None
+    return text or "an unnamed value"
+
+
+def expect_ref(op: str, role: str, value: SSAValue) -> RefType:
+    """The value's RefType, or EXPECTED_REF naming what it is instead."""
+    if isinstance(value.type, RefType):
+        return value.type
+    raise CopyIRError(
+        errors.EXPECTED_REF.format(
+            op=op, role=role, name=describe(value), type=describe_type(value.type)
+        )
+    )
+
+
+def expect_semaphore(op: str, role: str, value: SSAValue) -> None:
+    if isinstance(value.type, SemaphoreType):
+        return
+    template = (
+        errors.UNINDEXED_SEMAPHORE_ARRAY
+        if isinstance(value.type, SemaphoreArrayType)
+        else errors.EXPECTED_SEMAPHORE
+    )
+    raise CopyIRError(
+        template.format(
+            op=op, role=role, name=describe(value), type=describe_type(value.type)
+        )
+    )
+
+
+def check_action(action: str) -> None:
+    if action not in ACTIONS:
+        raise CopyIRError(errors.UNKNOWN_ACTION.format(action=action))
+
+
+def check_dma_types(src: RefType, dst: RefType) -> None:
+    """Mosaic's checks, messages verbatim: dtype first, then shape."""
+    if src.element_type != dst.element_type:
+        raise CopyIRError(errors.DTYPE_MISMATCH)
+    if src.get_shape() != dst.get_shape():
+        raise CopyIRError(errors.SHAPE_MISMATCH)
+
+
+def types_note(src: SSAValue, dst: SSAValue) -> str:
+    """A note naming both ends of a copy with their types."""
+    return errors.TYPES_NOTE.format(
+        src=describe(src),
+        src_type=describe_type(src.type),
+        dst=describe(dst),
+        dst_type=describe_type(dst.type),
+    )
+
+
+def expect_descriptor(op: str, src: SSAValue, dst: SSAValue, sem: SSAValue) -> None:
+    """A DMA's (src, dst, sem): two refs and a semaphore."""
+    expect_ref(op, "src", src)
+    expect_ref(op, "dst", dst)
+    expect_semaphore(op, "sem", sem)
+
+
+def check_ends(src: SSAValue, dst: SSAValue) -> None:
+    """Two refs of one dtype and shape; a mismatch carries a note naming
+    both ends with their types."""
+    try:
+        check_dma_types(src.type, dst.type)
+    except CopyIRError as err:
+        raise CopyIRError(err.message, notes=(Note(types_note(src, dst)),)) from None
+
+
+def check_start_options(is_start: bool, add: bool, priority: int | None) -> None:
+    """A wait takes neither `add` nor a priority; a priority is 0 or 1."""
+    if not is_start:
+        for option, given in (("add", add), ("priority", priority is not None)):
+            if given:
+                raise CopyIRError(errors.WAIT_OPTIONS.format(option=option))
+    if priority not in (None, 0, 1):
+        raise CopyIRError(errors.BAD_PRIORITY.format(priority=priority))
+
+
+def same_ref_type(src: Attribute, dst: Attribute) -> bool:
+    """Both refs, of one dtype and shape: what a DMA's two ends need."""
+    return (
+        isinstance(src, RefType)
+        and isinstance(dst, RefType)
+        and src.element_type == dst.element_type
+        and src.shape == dst.shape
+    )
+
+
+def check_no_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses) -> None:
+    if accesses.overlap(src, dst):
+        raise CopyIRError(
+            errors.DMA_OVERLAP.format(src=describe(src), dst=describe(dst))
+        )
+
+
+def check_evaluable(exprs: list[AffineExpr]) -> None:
+    """Index expressions have a value at every point: their constants fit
+    in 64 bits and none divides by zero."""
+    if (value := constant_out_of_range(exprs)) is not None:
+        raise CopyIRError(errors.INT_RANGE.format(value=value))
+    if divides_by_zero(exprs):
+        raise CopyIRError(errors.DIVIDES_BY_ZERO)

@@ -1,0 +1,423 @@
+"""Refs and what makes them: kernels and their parameters, scratch
+allocations, semaphores, and views of refs and of semaphore arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import I64, DenseArrayBase, IndexType, StringAttr
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+
+from copyir import errors
+from copyir.attributes import i64_array, int_values
+from copyir.errors import CopyIRError
+from copyir.locations import loc_of
+from copyir.machine import MAX_SEMAPHORES
+
+from .base import CopyOp, describe, expect_ref, set_name
+from .indexing import IndexedOp, parse_index, parse_subscript
+from .types import (
+    DYNAMIC,
+    SEMAPHORE,
+    RefType,
+    SemaphoreArrayType,
+    SemaphoreType,
+    Subscript,
+    ref_type,
+)
+
+
+@irdl_op_definition
+class KernelOp(CopyOp):
+    """A kernel: HBM ref parameters and a body of copy ops.
+
+    `copy.kernel @name(%a : !copy.ref<16x128xf32, hbm>) { ... }`. Parameter
+    names are the entry block's argument names.
+    """
+
+    name = "copy.kernel"
+
+    sym_name = prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(
+        self, name: str, params: Sequence[tuple[str, Attribute]] = (), body=None
+    ):
+        block = Block(arg_types=[t for _, t in params])
+        for arg, (param_name, _) in zip(block.args, params, strict=True):
+            set_name(arg, param_name)
+        super().__init__(
+            properties={"sym_name": StringAttr(name)},
+            regions=[body if body is not None else Region(block)],
+        )
+
+    @property
+    def kernel_name(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def params(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args)
+
+    @property
+    def param_names(self) -> list[str]:
+        """Each parameter's name; `argN` for one the IR left unnamed."""
+        return [a.name_hint or f"arg{i}" for i, a in enumerate(self.params)]
+
+    def check(self) -> None:
+        seen = set()
+        for arg, name in zip(self.params, self.param_names, strict=True):
+            try:
+                if name in seen:
+                    raise CopyIRError(errors.DUPLICATE_PARAM.format(name=name))
+                seen.add(name)
+                type = expect_ref("kernel", "parameter", arg)
+                if type.space_name != "hbm":
+                    raise CopyIRError(
+                        errors.PARAM_NOT_HBM.format(name=name, type=type.describe())
+                    )
+            except CopyIRError as err:
+                raise err.at(loc_of(arg.location)) from None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+
+        def parse_param() -> Parser.Argument:
+            arg = parser.parse_argument()
+            location = parser.parse_optional_location()
+            if location is not None and loc_of(location) is not None:
+                arg.location = location
+            return arg
+
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_param)
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region(args)
+        kernel = cls.build(properties={"sym_name": StringAttr(name)}, regions=[region])
+        if attributes is not None:
+            kernel.attributes |= attributes.data
+        return kernel
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
+
+
+@irdl_op_definition
+class AllocOp(CopyOp):
+    """Scratch memory in VMEM or SMEM: `%buf = copy.alloc : !copy.ref<...>`."""
+
+    name = "copy.alloc"
+
+    result = result_def()
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: RefType, name: str | None = None):
+        super().__init__(result_types=[type])
+        set_name(self.result, name)
+
+    def check(self) -> None:
+        type = expect_ref("alloc", "result", self.result)
+        if type.space_name == "hbm":
+            raise CopyIRError(
+                errors.ALLOC_IN_HBM.format(
+                    name=describe(self.result), type=type.describe()
+                )
+            )
+
+
+@irdl_op_definition
+class SemaphoreOp(CopyOp):
+    """A DMA semaphore, or an array of them: `%s = copy.semaphore : !copy.sem`."""
+
+    name = "copy.semaphore"
+
+    result = result_def(SemaphoreType | SemaphoreArrayType)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, shape: Sequence[int] = (), name: str | None = None):
+        type = SemaphoreArrayType(shape) if shape else SemaphoreType()
+        super().__init__(result_types=[type])
+        set_name(self.result, name)
+
+    def check(self) -> None:
+        type = self.result.type
+        if not isinstance(type, SemaphoreArrayType):
+            return
+        shape = type.get_shape()
+        if not shape or any(d < 1 for d in shape):
+            raise CopyIRError(errors.BAD_SEMAPHORE_SHAPE.format(shape=list(shape)))
+        count = 1
+        for extent in shape:
+            count *= extent
+        if count > MAX_SEMAPHORES:
+            raise CopyIRError(
+                errors.TOO_MANY_SEMAPHORES.format(
+                    count=count, name=describe(self.result), limit=MAX_SEMAPHORES
+                )
+            )
+
+
+def kernel_level(op: Operation) -> Operation:
+    """The op itself if it is in a kernel's body, else the loop or
+    condition there that holds it: where what it needs once per kernel (a
+    semaphore, a buffer) goes."""
+    while not isinstance(op.parent_op(), KernelOp):
+        op = op.parent_op()
+    return op
+
+
+def view_result_type(source: Attribute, subscripts: Sequence[Subscript]) -> Attribute:
+    """The type of a view; a well-formed placeholder when the view is not.
+
+    Parsers build views before verifying them, so an invalid view gets the
+    source's type and the verifier reports the view itself.
+    """
+    if not isinstance(source, RefType) or len(subscripts) > len(source.shape):
+        return source
+    shape = list(source.get_shape())
+    kept = [size for _, size, dropped in subscripts if not dropped]
+    new_shape = kept + shape[len(subscripts) :]
+    if any(d < 1 for d in new_shape):
+        return source
+    return ref_type(tuple(new_shape), source.element_type, source.space_name)
+
+
+def sem_index_result_type(source: Attribute, count: int) -> Attribute:
+    if not isinstance(source, SemaphoreArrayType) or count >= len(source.shape):
+        return SEMAPHORE
+    return SemaphoreArrayType(source.get_shape()[count:])
+
+
+@irdl_op_definition
+class ViewOp(IndexedOp):
+    """A view of a ref: unit-step slices and integer indices per dimension.
+
+    `%v = copy.view %x[0:32, 5] : !copy.ref<64x8x128xf32, hbm>` views rows
+    0:32, drops dimension 1 at index 5, and keeps all of dimension 2. Views
+    alias their source. Each subscript is (offset, size, dropped); an index
+    is a dropped subscript of size 1. A start may be an index value
+    (`%x[%i, ds(%o, 8)]`): `DYNAMIC` in `offsets`, the value in
+    `dynamic_offsets`, the way `memref.subview` mixes static and dynamic
+    offsets.
+    """
+
+    name = "copy.view"
+
+    source = operand_def()
+    dynamic_offsets = var_operand_def(IndexType)
+    offsets = prop_def(DenseArrayBase[I64])
+    sizes = prop_def(DenseArrayBase[I64])
+    dropped = prop_def(DenseArrayBase[I64])
+    result = result_def()
+
+    DYNAMIC_WORD: ClassVar[str] = "offsets"
+
+    def __init__(
+        self,
+        source: SSAValue,
+        subscripts: Sequence[Subscript],
+        name: str | None = None,
+        dynamic: Sequence[SSAValue] = (),
+    ):
+        super().__init__(
+            operands=[source, dynamic],
+            properties=self.subscript_properties(subscripts),
+            result_types=[view_result_type(source.type, subscripts)],
+        )
+        set_name(self.result, name)
+
+    @staticmethod
+    def subscript_properties(
+        subscripts: Sequence[Subscript],
+    ) -> dict[str, Attribute]:
+        return {
+            "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
+            "sizes": i64_array(tuple(s for _, s, _ in subscripts)),
+            "dropped": i64_array(
+                tuple(i for i, (_, _, d) in enumerate(subscripts) if d)
+            ),
+        }
+
+    def static_starts(self) -> Sequence[int]:
+        return int_values(self.offsets)
+
+    def dynamic_starts(self) -> Sequence[SSAValue]:
+        return self.dynamic_offsets
+
+    def subscripts(self) -> list[Subscript]:
+        offsets, sizes, dropped = self.offsets, self.sizes, self.dropped
+        cached = self.__dict__.get("_subscripts")
+        if (
+            cached is not None
+            and cached[0] is offsets
+            and cached[1] is sizes
+            and cached[2] is dropped
+        ):
+            return cached[3]  # decoded once per op: verify and lowering ask often
+        indexed = set(int_values(dropped))
+        decoded = [
+            (o, s, i in indexed)
+            for i, (o, s) in enumerate(
+                zip(int_values(offsets), int_values(sizes), strict=False)
+            )
+        ]
+        self.__dict__["_subscripts"] = (offsets, sizes, dropped, decoded)
+        return decoded
+
+    def check(self) -> None:
+        source = expect_ref("a view", "source", self.source)
+        offsets, sizes = int_values(self.offsets), int_values(self.sizes)
+        self.check_dynamic_count()
+        dropped = int_values(self.dropped)
+        if len(offsets) != len(sizes) or any(
+            not 0 <= d < len(offsets) for d in dropped
+        ):
+            self.malformed("offsets, sizes and dropped disagree")
+        shape = source.get_shape()
+        self.check_rank(len(shape))
+        kept = []
+        for dim, (offset, size) in enumerate(zip(offsets, sizes, strict=True)):
+            extent, indexed = shape[dim], dim in dropped
+            if indexed and size != 1:
+                self.malformed("an indexed dimension must have size 1")
+            if offset == DYNAMIC:  # checked over the loops' domain
+                if size < 1 or size > extent:
+                    self.subscript_error(dim, extent, 0, size, indexed)
+            elif offset < 0 or size < 1 or offset + size > extent:
+                self.subscript_error(dim, extent, offset, size, indexed)
+            if not indexed:
+                kept.append(size)
+        result = self.result.type
+        self.check_result(
+            isinstance(result, RefType)
+            and result.get_shape() == (*kept, *shape[len(offsets) :])
+            and result.element_type == source.element_type
+            and result.space == source.space,
+            view_result_type(source, self.subscripts()),
+        )
+
+    @classmethod
+    def parse_entry(cls, parser: Parser, dynamic: list) -> Subscript:
+        return parse_subscript(parser, dynamic)
+
+    @classmethod
+    def from_parsed(
+        cls, source: SSAValue, dynamic: list[SSAValue], entries: list
+    ) -> ViewOp:
+        return cls.build(
+            operands=[source, dynamic],
+            properties=cls.subscript_properties(entries),
+            result_types=[view_result_type(source.type, entries)],
+        )
+
+
+@irdl_op_definition
+class SemIndexOp(IndexedOp):
+    """One semaphore of an array: `%s = copy.sem_index %sems[1] : !copy.sem_array<2>`.
+
+    Indexing fewer dimensions than the array has gives a smaller array; an
+    index may be an index value (`%sems[%slot]`).
+    """
+
+    name = "copy.sem_index"
+
+    source = operand_def()
+    dynamic_indices = var_operand_def(IndexType)
+    indices = prop_def(DenseArrayBase[I64])
+    result = result_def()
+
+    def __init__(
+        self,
+        source: SSAValue,
+        indices: Sequence[int],
+        dynamic: Sequence[SSAValue] = (),
+    ):
+        super().__init__(
+            operands=[source, dynamic],
+            properties={"indices": i64_array(tuple(indices))},
+            result_types=[sem_index_result_type(source.type, len(indices))],
+        )
+
+    def static_starts(self) -> Sequence[int]:
+        return int_values(self.indices)
+
+    def dynamic_starts(self) -> Sequence[SSAValue]:
+        return self.dynamic_indices
+
+    def subscripts(self) -> list[Subscript]:
+        """The indices as a view's subscripts, each dropping its dimension."""
+        return [(i, 1, True) for i in int_values(self.indices)]
+
+    def check(self) -> None:
+        indices = int_values(self.indices)
+        type = self.source.type
+        shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
+        self.check_rank(len(shape))
+        self.check_dynamic_count()
+        for dim, index in enumerate(indices):
+            if index != DYNAMIC and not 0 <= index < shape[dim]:
+                self.subscript_error(dim, shape[dim], index, 1, True)
+        expected = sem_index_result_type(type, len(indices))
+        self.check_result(self.result.type == expected, expected)
+
+    @classmethod
+    def parse_entry(cls, parser: Parser, dynamic: list) -> int:
+        return parse_index(parser, dynamic)
+
+    @classmethod
+    def from_parsed(
+        cls, source: SSAValue, dynamic: list[SSAValue], entries: list
+    ) -> SemIndexOp:
+        return cls.build(
+            operands=[source, dynamic],
+            properties={"indices": i64_array(tuple(entries))},
+            result_types=[sem_index_result_type(source.type, len(entries))],
+        )
+
+
+@irdl_op_definition
+class InvalidateOp(CopyOp):
+    """Mark a ref's memory unwritten again: `copy.invalidate %w : !copy.ref<...>`.
+
+    Reading it before something writes it is a read of memory nobody wrote,
+    as for fresh scratch; a pipeline marks an output window so at a block's
+    first visit, so that a body that reads it before writing is caught.
+    """
+
+    name = "copy.invalidate"
+
+    ref = operand_def()
+
+    assembly_format = "$ref attr-dict `:` type($ref)"
+
+    def written(self) -> tuple[SSAValue, ...]:
+        return (self.ref,)
+
+    def check(self) -> None:
+        expect_ref("invalidate", "ref", self.ref)

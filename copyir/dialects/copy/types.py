@@ -1,0 +1,341 @@
+"""The copy dialect's types and attributes: refs, semaphores, descriptors,
+BufferedRefs and their block dimensions.
+
+Each type spells itself two ways: its MLIR parameters (`parse_parameters`,
+`print_parameters`) and, for messages, the authoring syntax (`describe`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+
+from copyir import errors
+from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
+from copyir.errors import CopyIRError
+from copyir.machine import MAX_RANK, memory_space
+
+Subscript = tuple[int, int, bool]
+"""One subscript of a view: (offset, size, dropped); an index is a dropped
+subscript of size 1."""
+DYNAMIC = DYNAMIC_INDEX
+"""In a view's offsets (or an index list): this one is the next of the op's
+dynamic operands, an index value computed from loop indices, as
+`memref.subview` marks its dynamic offsets."""
+
+
+def parse_i64(parser: AttrParser) -> int:
+    """An integer that fits in 64 bits, as every integer property must."""
+    start = parser.pos
+    value = parser.parse_integer(allow_negative=True)
+    if not -(2**63) <= value < 2**63:
+        parser.raise_error(errors.INT_RANGE.format(value=value), start, parser.pos)
+    return value
+
+
+def _int_array(values: Sequence[int]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr(IntAttr(v) for v in values)
+
+
+def _dims_text(shape: Sequence[int]) -> str:
+    return ", ".join(str(d) for d in shape)
+
+
+def _parse_space(parser: AttrParser) -> str:
+    """A memory space's name; an unknown one is a located parse error."""
+    pos = parser.pos
+    space = parser.parse_identifier("for a memory space")
+    try:
+        return memory_space(space)
+    except CopyIRError as err:
+        parser.raise_error(str(err), pos, parser.pos)
+
+
+def _print_shape_and_element(
+    printer: Printer, shape: Sequence[int], element_type: Attribute
+) -> None:
+    for d in shape:
+        printer.print_string(f"{d}x")
+    printer.print_attribute(element_type)
+
+
+class Shaped:
+    """A type with a `shape` parameter of integers."""
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+
+@irdl_attr_definition
+class RefType(Shaped, ParametrizedAttribute, TypeAttribute):
+    """An array in one memory space: `!copy.ref<16x128xf32, hbm>`."""
+
+    name = "copy.ref"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    space: StringAttr
+
+    def __init__(
+        self, shape: Sequence[int], element_type: Attribute, space: str = "hbm"
+    ):
+        super().__init__(_int_array(shape), element_type, StringAttr(space))
+
+    def verify(self) -> None:
+        if len(self.shape) > MAX_RANK:
+            raise CopyIRError(
+                errors.RANK_TOO_LARGE.format(limit=MAX_RANK, rank=len(self.shape))
+            )
+        if self.element_type not in BY_IR:
+            raise CopyIRError(
+                errors.UNKNOWN_DTYPE.format(dtype=self.element_type, known=KNOWN_NAMES)
+            )
+        memory_space(self.space.data)
+        if any(d.data < 1 for d in self.shape.data):
+            raise CopyIRError(errors.BAD_DIMENSION.format(type=self.describe()))
+
+    @property
+    def dtype(self) -> DType:
+        return BY_IR[self.element_type]
+
+    @property
+    def space_name(self) -> str:
+        return self.space.data
+
+    @property
+    def nbytes(self) -> int:
+        size = self.dtype.itemsize
+        for d in self.shape.data:
+            size *= d.data
+        return size
+
+    def describe(self) -> str:
+        """The type in the authoring syntax: `f32[16, 128] @hbm`."""
+        dtype = BY_IR.get(self.element_type)
+        name = dtype.name if dtype else str(self.element_type)
+        return f"{name}[{_dims_text(self.get_shape())}] @{self.space.data}"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            space = _parse_space(parser)
+        return [_int_array(shape), element_type, StringAttr(space)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            _print_shape_and_element(printer, self.get_shape(), self.element_type)
+            printer.print_string(f", {self.space.data}")
+
+
+@irdl_attr_definition
+class SemaphoreType(ParametrizedAttribute, TypeAttribute):
+    """One DMA semaphore, a counter in bytes: `!copy.sem`."""
+
+    name = "copy.sem"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        return []  # `!copy.sem` has none; anything after it is a syntax error
+
+    def describe(self) -> str:
+        return "a semaphore"
+
+
+SEMAPHORE = SemaphoreType()
+
+
+@irdl_attr_definition
+class SemaphoreArrayType(Shaped, ParametrizedAttribute, TypeAttribute):
+    """An array of DMA semaphores, indexed by integers: `!copy.sem_array<2>`."""
+
+    name = "copy.sem_array"
+
+    shape: ArrayAttr[IntAttr]
+
+    def __init__(self, shape: Sequence[int]):
+        super().__init__(_int_array(shape))
+
+    def describe(self) -> str:
+        return f"semaphore[{_dims_text(self.get_shape())}]"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape = parser.parse_dimension_list()
+        return [_int_array(shape)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string("x".join(str(d) for d in self.get_shape()))
+
+
+@irdl_attr_definition
+class DescriptorType(ParametrizedAttribute, TypeAttribute):
+    """A copy descriptor, `!copy.descriptor`: the (src, dst, sem) of
+    `pltpu.make_async_copy`, as evaluated where it is made."""
+
+    name = "copy.descriptor"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        return []
+
+    def describe(self) -> str:
+        return "a copy descriptor"
+
+
+DESCRIPTOR = DescriptorType()
+
+
+BLOCKED, ELEMENT, SQUEEZED = "blocked", "element", "squeezed"
+BLOCK_KINDS = (BLOCKED, ELEMENT, SQUEEZED)
+
+
+@irdl_attr_definition
+class BlockDimAttr(ParametrizedAttribute):
+    """One dimension of a block shape: `Blocked(b)`, `Element(b)` or squeezed.
+
+    A squeezed dimension (Pallas' `None`) has block size 1 and is dropped
+    from the window.
+    """
+
+    name = "copy.block_dim"
+
+    kind: StringAttr
+    size: IntAttr
+
+    def __init__(self, kind: str, size: int = 1):
+        super().__init__(StringAttr(kind), IntAttr(size))
+
+    def describe(self) -> str:
+        kind, size = self.kind.data, self.size.data
+        return {BLOCKED: f"{size}", ELEMENT: f"Element({size})"}.get(kind, "None")
+
+    @classmethod
+    def parse_block_dim(cls, parser: AttrParser) -> BlockDimAttr:
+        if parser.parse_optional_keyword("squeezed"):
+            return BlockDimAttr(SQUEEZED)
+        kind = ELEMENT if parser.parse_optional_keyword("element") else BLOCKED
+        return BlockDimAttr(kind, parse_i64(parser))
+
+    def print_block_dim(self, printer: Printer) -> None:
+        kind, size = self.kind.data, self.size.data
+        printer.print_string(
+            {BLOCKED: f"{size}", ELEMENT: f"element {size}"}.get(kind, "squeezed")
+        )
+
+
+@irdl_attr_definition
+class BufferedRefType(Shaped, ParametrizedAttribute, TypeAttribute):
+    """A BufferedRef: `buffers` window slots over blocks of an array.
+
+    `!copy.buffered<1000x384xf32, [128, 128], buffers 2, vmem>`: the array's
+    shape and dtype, the block shape, the buffer count and the window space.
+    The window itself has shape (buffers, *block without squeezed dims).
+    """
+
+    name = "copy.buffered"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    block: ArrayAttr[BlockDimAttr]
+    buffers: IntAttr
+    space: StringAttr
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        element_type: Attribute,
+        block: Sequence[BlockDimAttr],
+        buffers: int = 2,
+        space: str = "vmem",
+    ):
+        super().__init__(
+            _int_array(shape),
+            element_type,
+            ArrayAttr(block),
+            IntAttr(buffers),
+            StringAttr(space),
+        )
+
+    @property
+    def array_type(self) -> RefType:
+        """The type of the plain refs this BufferedRef windows (in HBM)."""
+        return RefType(self.get_shape(), self.element_type, "hbm")
+
+    @property
+    def block_dims(self) -> tuple[BlockDimAttr, ...]:
+        return self.block.data
+
+    @property
+    def is_trivial_windowing(self) -> bool:
+        """Every block dimension is the whole array dimension."""
+        return all(
+            b.kind.data == BLOCKED and b.size.data == d
+            for b, d in zip(self.block_dims, self.get_shape(), strict=False)
+        ) and len(self.block_dims) == len(self.shape)
+
+    @property
+    def window_type(self) -> RefType:
+        window = [b.size.data for b in self.block_dims if b.kind.data != SQUEEZED]
+        return RefType((self.buffers.data, *window), self.element_type, self.space.data)
+
+    def describe(self) -> str:
+        array = self.array_type.describe().removesuffix(" @hbm")
+        block = ", ".join(b.describe() for b in self.block_dims)
+        if len(self.block_dims) == 1:
+            block += ","
+        return f"a BufferedRef over {array} (block=({block}))"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            block = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: BlockDimAttr.parse_block_dim(parser)
+            )
+            parser.parse_punctuation(",")
+            parser.parse_keyword("buffers")
+            buffers = parse_i64(parser)
+            parser.parse_punctuation(",")
+            space = _parse_space(parser)
+        return [
+            _int_array(shape),
+            element_type,
+            ArrayAttr(block),
+            IntAttr(buffers),
+            StringAttr(space),
+        ]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            _print_shape_and_element(printer, self.get_shape(), self.element_type)
+            printer.print_string(", [")
+            printer.print_list(self.block_dims, lambda b: b.print_block_dim(printer))
+            printer.print_string(f"], buffers {self.buffers.data}, {self.space.data}")
+
+
+@functools.lru_cache(maxsize=4096)
+def ref_type(shape: tuple[int, ...], element_type: Attribute, space: str) -> RefType:
+    """A RefType, shared: attributes are immutable, and building one costs
+    more than looking it up (large programs repeat a few types)."""
+    return RefType(shape, element_type, space)
+
+
+def describe_type(type: Attribute) -> str:
+    """A type as the authoring syntax and the messages spell it."""
+    if isinstance(
+        type,
+        RefType | SemaphoreType | SemaphoreArrayType | BufferedRefType | DescriptorType,
+    ):
+        return type.describe()
+    return str(type)

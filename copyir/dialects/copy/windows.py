@@ -1,0 +1,486 @@
+"""BufferedRefs and their windows: `copy.buffered_ref`, the copies between a
+ref and one window slot (`copy.buffered_copy`, Pallas' `BufferedRef.copy_in`
+and `copy_out`) and one slot as a ref (`copy.window`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+
+from copyir import errors
+from copyir.attributes import i64_array, segment_sizes
+from copyir.errors import CopyIRError
+
+from .base import (
+    CopyOp,
+    check_action,
+    describe,
+    describe_type,
+    expect_ref,
+    expect_semaphore,
+    set_name,
+)
+from .indexing import (
+    index_text,
+    mixed,
+    parse_optional_index_list,
+    print_index_list,
+    resolve_indices,
+    split,
+)
+from .types import (
+    BLOCK_KINDS,
+    DYNAMIC,
+    ELEMENT,
+    SQUEEZED,
+    BlockDimAttr,
+    BufferedRefType,
+    RefType,
+    parse_i64,
+    ref_type,
+)
+
+
+def slot_of(dynamic: SSAValue | None, static: IntegerAttr | None) -> int | SSAValue:
+    """A window slot: an integer, or the index value it takes."""
+    if dynamic is not None:
+        return dynamic
+    return static.value.data if static is not None else 0
+
+
+def check_slot(slot: int | SSAValue, bref: SSAValue) -> None:
+    """A static slot is one of the BufferedRef's buffers."""
+    buffers = bref.type.buffers.data
+    if isinstance(slot, int) and not 0 <= slot < buffers:
+        raise CopyIRError(
+            errors.SLOT_OUT_OF_RANGE.format(
+                slot=slot, bref=describe(bref), buffers=buffers
+            )
+        )
+
+
+def parse_optional_slot(parser: Parser) -> tuple[int, UnresolvedOperand | None]:
+    """`7` or `%s`: a static slot (0 when it is a value) and the value."""
+    operand = parser.parse_optional_unresolved_operand()
+    return (0 if operand is not None else parse_i64(parser)), operand
+
+
+def print_slot(printer: Printer, slot: int | SSAValue) -> None:
+    if isinstance(slot, SSAValue):
+        printer.print_operand(slot)
+    else:
+        printer.print_string(str(slot))
+
+
+@irdl_op_definition
+class BufferedRefOp(CopyOp):
+    """A BufferedRef: `%bx = copy.buffered_ref : !copy.buffered<...>`.
+
+    Its window, `buffers` slots of one block each, lives in VMEM (or SMEM).
+    """
+
+    name = "copy.buffered_ref"
+
+    result = result_def(BufferedRefType)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: BufferedRefType, name: str | None = None):
+        super().__init__(result_types=[type])
+        set_name(self.result, name)
+
+    def check(self) -> None:
+        self.check_type(self.result.type, describe(self.result))
+
+    @staticmethod
+    def check_type(type: BufferedRefType, name: str) -> None:
+        """A BufferedRef's type: the block shape against the array, the
+        buffer count, the window's space (a pipeline's operands too)."""
+        array = type.get_shape()
+        RefType(array, type.element_type, "hbm")  # dtype and dimensions
+        block = type.block_dims
+        if len(block) != len(array):
+            raise CopyIRError(
+                errors.BLOCK_RANK.format(
+                    block=_block_text(block), block_rank=len(block), rank=len(array)
+                )
+            )
+        for dim, (b, extent) in enumerate(zip(block, array, strict=False)):
+            if b.kind.data not in BLOCK_KINDS:
+                raise CopyIRError(
+                    errors.MALFORMED_VIEW.format(
+                        name=name, why=f"unknown block kind {b.kind.data}"
+                    )
+                )
+            if b.kind.data != SQUEEZED and not 1 <= b.size.data <= extent:
+                raise CopyIRError(
+                    errors.BLOCK_SIZE.format(size=b.size.data, dim=dim, extent=extent)
+                )
+        if type.buffers.data < 1:
+            raise CopyIRError(errors.BAD_BUFFERS.format(buffers=type.buffers.data))
+        if type.space.data not in ("vmem", "smem"):
+            raise CopyIRError(errors.WINDOW_SPACE.format(space=type.space.data))
+
+
+def _block_text(block: Sequence[BlockDimAttr]) -> str:
+    inner = ", ".join(b.describe() for b in block)
+    return f"({inner},)" if len(block) == 1 else f"({inner})"
+
+
+@irdl_op_definition
+class BufferedCopyOp(CopyOp):
+    """Copy between a plain ref and one window slot of a BufferedRef.
+
+    `copy.buffered_copy %x -> %bx[7, 2] slot 0 : !copy.ref<...> -> !copy.buffered<...>`
+    copies block (7, 2) of x into slot 0 of bx's window (copy-in); with the
+    BufferedRef as the source it copies out. Block indices and the slot may
+    be index values (`%bx[%i, 2] slot %s`). Without an action the copy is
+    synchronous; `"start" ... sem %s` starts it on a semaphore the user
+    gives and `"wait" ...` waits for it, so a prefetching loop can overlap
+    windows (Pallas' `BufferedRef.copy_in` / `wait_in`). Block indices are
+    written on the BufferedRef's side; the syntax accepts them on either
+    side so that a copy with zero or two BufferedRefs reaches the verifier.
+    """
+
+    name = "copy.buffered_copy"
+
+    src = operand_def()
+    dst = operand_def()
+    dynamic_indices = var_operand_def(IndexType)
+    dynamic_slot = opt_operand_def(IndexType)
+    sem = opt_operand_def()
+    src_indices = opt_prop_def(DenseArrayBase[I64])
+    dst_indices = opt_prop_def(DenseArrayBase[I64])
+    slot = opt_prop_def(IntegerAttr[I64])
+    action = opt_prop_def(StringAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def written(self) -> tuple[SSAValue, ...]:
+        return () if isinstance(self.dst.type, BufferedRefType) else (self.dst,)
+
+    def __init__(
+        self,
+        src: SSAValue,
+        dst: SSAValue,
+        indices: Sequence[int | SSAValue] | None = None,
+        *,
+        slot: int | SSAValue = 0,
+        action: str | None = None,
+        sem: SSAValue | None = None,
+    ):
+        if action is not None:
+            check_action(action)
+        on_src = isinstance(src.type, BufferedRefType)
+        static, dynamic = split(indices or ())
+        static = None if indices is None else static
+        properties = self.index_properties(
+            static if on_src else None,
+            None if on_src else static,
+            slot if isinstance(slot, int) else 0,
+        )
+        if action is not None:
+            properties["action"] = StringAttr(action)
+        super().__init__(
+            operands=[
+                src,
+                dst,
+                dynamic,
+                [slot] if isinstance(slot, SSAValue) else [],
+                [sem] if sem is not None else [],
+            ],
+            properties=properties,
+        )
+
+    @staticmethod
+    def index_properties(
+        src_indices: Sequence[int] | None,
+        dst_indices: Sequence[int] | None,
+        slot: int,
+    ) -> dict[str, Attribute]:
+        properties: dict[str, Attribute] = {}
+        if src_indices is not None:
+            properties["src_indices"] = i64_array(tuple(src_indices))
+        if dst_indices is not None:
+            properties["dst_indices"] = i64_array(tuple(dst_indices))
+        if slot:
+            properties["slot"] = IntegerAttr(slot, i64)
+        return properties
+
+    @staticmethod
+    def segments(indices: int, slot: bool, sem: bool) -> DenseArrayBase:
+        """`operandSegmentSizes` for `create`: src, dst, the dynamic block
+        indices, the dynamic slot and the semaphore."""
+        return segment_sizes((1, 1, indices, int(slot), int(sem)))
+
+    @property
+    def copy_in(self) -> bool:
+        """True when the BufferedRef is the destination."""
+        return isinstance(self.dst.type, BufferedRefType)
+
+    @property
+    def bref(self) -> SSAValue:
+        return self.dst if self.copy_in else self.src
+
+    @property
+    def plain(self) -> SSAValue:
+        return self.src if self.copy_in else self.dst
+
+    @property
+    def slot_value(self) -> int | SSAValue:
+        """The slot: an integer, or the index value it takes."""
+        return slot_of(self.dynamic_slot, self.slot)
+
+    @property
+    def action_value(self) -> str | None:
+        """`start` or `wait` for an asynchronous copy; None for a synchronous one."""
+        return None if self.action is None else self.action.data
+
+    @property
+    def block_indices(self) -> tuple[int | SSAValue, ...] | None:
+        """The block indices: integers, or the index values they take."""
+        attr = self.dst_indices if self.copy_in else self.src_indices
+        if attr is None:
+            return None
+        return tuple(mixed(attr.get_values(), self.dynamic_indices))
+
+    def _print_indices(self, printer: Printer, src: bool) -> None:
+        """A side's block indices, if it has them; the source side's take
+        the first dynamic values."""
+        attr = self.src_indices if src else self.dst_indices
+        if attr is None:
+            return
+        before = self.src_indices
+        skip = 0 if src or before is None else before.get_values().count(DYNAMIC)
+        print_index_list(printer, attr.get_values(), self.dynamic_indices[skip:])
+
+    def check(self) -> None:
+        if self.action is not None:
+            check_action(self.action.data)
+            expect_semaphore(f"buffered_copy {self.action.data}", "sem", self.sem)
+        elif self.sem is not None:
+            raise CopyIRError(errors.SYNC_WINDOW_SEMAPHORE)
+        src_is, dst_is = (
+            isinstance(v.type, BufferedRefType) for v in (self.src, self.dst)
+        )
+        if src_is and dst_is:
+            raise CopyIRError(errors.BOTH_BUFFERED)
+        if not (src_is or dst_is):
+            raise CopyIRError(errors.NEITHER_BUFFERED)
+        bref, plain = self.bref, self.plain
+        bref_name = describe(bref)
+        type: BufferedRefType = bref.type
+        plain_indices = self.src_indices if self.copy_in else self.dst_indices
+        if plain_indices is not None:
+            raise CopyIRError(
+                errors.INDICES_ON_PLAIN_REF.format(bref=bref_name, name=describe(plain))
+            )
+        role = "src" if self.copy_in else "dst"
+        plain_type = expect_ref("buffered_copy", role, plain)
+        if (
+            plain_type.get_shape() != type.get_shape()
+            or plain_type.element_type != type.element_type
+        ):
+            raise CopyIRError(
+                errors.WINDOWED_ARRAY_MISMATCH.format(
+                    name=describe(plain),
+                    type=plain_type.describe(),
+                    bref=bref_name,
+                    array=type.array_type.describe().removesuffix(" @hbm"),
+                )
+            )
+        indices = self.block_indices
+        if indices is None:
+            if not type.is_trivial_windowing:
+                raise CopyIRError(errors.MISSING_BLOCK_INDICES.format(bref=bref_name))
+        else:
+            if None in indices:
+                raise CopyIRError(
+                    errors.MALFORMED_VIEW.format(
+                        name=bref_name, why="its dynamic indices and operands disagree"
+                    )
+                )
+            check_block_indices(bref_name, type, indices)
+        check_slot(self.slot_value, bref)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BufferedCopyOp:
+        action = parser.parse_optional_str_literal()
+        dynamic: list[UnresolvedOperand] = []
+        src = parser.parse_unresolved_operand()
+        src_indices = parse_optional_index_list(parser, dynamic)
+        parser.parse_punctuation("->")
+        dst = parser.parse_unresolved_operand()
+        dst_indices = parse_optional_index_list(parser, dynamic)
+        slot, slot_operand = 0, None
+        if parser.parse_optional_keyword("slot") is not None:
+            slot, slot_operand = parse_optional_slot(parser)
+        sem = None
+        if parser.parse_optional_keyword("sem") is not None:
+            sem = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        dst_type = parser.parse_type()
+        sem_type = None
+        if sem is not None:
+            parser.parse_punctuation(",")
+            sem_type = parser.parse_type()
+        properties = cls.index_properties(src_indices, dst_indices, slot)
+        if action is not None:
+            properties["action"] = StringAttr(action)
+        properties["operandSegmentSizes"] = cls.segments(
+            len(dynamic), slot_operand is not None, sem is not None
+        )
+        return cls.create(
+            operands=[
+                parser.resolve_operand(src, src_type),
+                parser.resolve_operand(dst, dst_type),
+                *resolve_indices(parser, dynamic),
+                *resolve_indices(parser, [slot_operand] if slot_operand else []),
+                *([parser.resolve_operand(sem, sem_type)] if sem is not None else []),
+            ],
+            properties=properties,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        if self.action is not None:
+            printer.print_string_literal(self.action.data)
+            printer.print_string(" ")
+        printer.print_operand(self.src)
+        self._print_indices(printer, src=True)
+        printer.print_string(" -> ")
+        printer.print_operand(self.dst)
+        self._print_indices(printer, src=False)
+        if self.dynamic_slot is not None or self.slot is not None:
+            printer.print_string(" slot ")
+            print_slot(printer, self.slot_value)
+        if self.sem is not None:
+            printer.print_string(" sem ")
+            printer.print_operand(self.sem)
+        printer.print_string(" : ")
+        printer.print_attribute(self.src.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dst.type)
+        if self.sem is not None:
+            printer.print_string(", ")
+            printer.print_attribute(self.sem.type)
+
+
+def check_block_indices(
+    bref_name: str, type: BufferedRefType, indices: Sequence[int | SSAValue]
+) -> None:
+    """Block indices against the grid: BLOCK_INDEX_COUNT and the bounds of
+    the static ones (an index value is checked over its loops' domain)."""
+    shape = type.get_shape()
+    if len(indices) != len(shape):
+        raise CopyIRError(
+            errors.BLOCK_INDEX_COUNT.format(
+                bref=bref_name, rank=len(shape), count=len(indices)
+            )
+        )
+    expr = f"{bref_name}[{', '.join(index_text(i) for i in indices)}]"
+    for dim, (index, b, extent) in enumerate(
+        zip(indices, type.block_dims, shape, strict=False)
+    ):
+        if isinstance(index, SSAValue):
+            continue
+        if index < 0:
+            raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
+        if b.kind.data == ELEMENT:
+            if index >= extent:
+                raise CopyIRError(
+                    errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
+                        index=index, dim=dim, bref=bref_name, extent=extent
+                    )
+                )
+            continue
+        grid = extent if b.kind.data == SQUEEZED else -(-extent // b.size.data)
+        if index >= grid:
+            raise CopyIRError(
+                errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
+                    index=index, dim=dim, bref=bref_name, extent=grid
+                )
+            )
+
+
+@irdl_op_definition
+class WindowOp(CopyOp):
+    """One slot of a BufferedRef's window as a ref: `%w = copy.window
+    %bx[%slot] : !copy.buffered<...>` (Pallas' `BufferedRef.current_ref`),
+    the block shape without its squeezed dimensions, in the window's space."""
+
+    name = "copy.window"
+
+    bref = operand_def(BufferedRefType)
+    dynamic_slot = opt_operand_def(IndexType)
+    slot = opt_prop_def(IntegerAttr[I64])
+    result = result_def()
+
+    @property
+    def slot_value(self) -> int | SSAValue:
+        return slot_of(self.dynamic_slot, self.slot)
+
+    @staticmethod
+    def slot_type(bref: BufferedRefType) -> RefType:
+        window = bref.window_type
+        return ref_type(window.get_shape()[1:], window.element_type, window.space_name)
+
+    def check(self) -> None:
+        bref: BufferedRefType = self.bref.type
+        check_slot(self.slot_value, self.bref)
+        if self.result.type != self.slot_type(bref):
+            raise CopyIRError(
+                errors.MALFORMED_VIEW.format(
+                    name=describe(self.bref),
+                    why=f"its type should be {describe_type(self.slot_type(bref))}",
+                )
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WindowOp:
+        bref = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        static, slot = parse_optional_slot(parser)
+        properties: dict[str, Attribute] = {}
+        if slot is None:
+            properties["slot"] = IntegerAttr(static, i64)
+        parser.parse_punctuation("]")
+        parser.parse_punctuation(":")
+        type = parser.parse_type()
+        operands = [parser.resolve_operand(bref, type)]
+        if slot is not None:
+            operands.append(parser.resolve_operand(slot, IndexType()))
+        result = cls.slot_type(type) if isinstance(type, BufferedRefType) else type
+        return cls.create(
+            operands=operands, properties=properties, result_types=[result]
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.bref)
+        printer.print_string("[")
+        print_slot(printer, self.slot_value)
+        printer.print_string("] : ")
+        printer.print_attribute(self.bref.type)
