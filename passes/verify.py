@@ -127,7 +127,7 @@ def _verify_op(
         if built:  # well-formed by construction: copyir's own rules only
             op.check()
         else:
-            op.verify_()
+            op.verify_all()
         if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
             op.verify_accesses(accesses)
         budget.count(op, domain)  # before any work at every point of a domain

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Attribute, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import IRDLOperation
+from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
 from copyir.errors import CopyIRError, Note
@@ -45,6 +46,26 @@ class CopyOp(IRDLOperation):
 
     def verify_(self) -> None:
         self.check()
+
+    def verify_all(self) -> None:
+        """xDSL's generic checks of the op's shape, then its own.
+
+        Where a generic check fails (a semaphore where a ref is declared),
+        the op's own check runs anyway and its documented message wins if it
+        has one for the mistake: EXPECTED_REF names the user's value and
+        says what it is, which IRDL's message does not. A check that cannot
+        read the malformed op leaves the generic message.
+        """
+        try:
+            self.verify_()
+        except VerifyException:
+            try:
+                self.check()
+            except CopyIRError:
+                raise
+            except Exception:  # the op is too malformed for its own check
+                pass
+            raise
 
     def written(self) -> tuple[SSAValue, ...]:
         """The refs this op writes (or names as a DMA's destination)."""

@@ -3,6 +3,8 @@ refs into another (`copyir.compute` parses and checks the expression)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, var_operand_def
@@ -14,6 +16,7 @@ from copyir.errors import CopyIRError
 
 from .base import CopyOp, describe, expect_ref
 from .control import print_operands
+from .types import RefType
 
 
 @irdl_op_definition
@@ -25,9 +28,16 @@ class ComputeOp(CopyOp):
 
     name = "copy.compute"
 
-    dst = operand_def()
-    inputs = var_operand_def()
+    dst = operand_def(RefType)
+    inputs = var_operand_def(RefType)
     expression = prop_def(StringAttr)
+
+    def __init__(self, dst: SSAValue, expression: str, inputs: Sequence[SSAValue]):
+        """`dst[...] = expression`, in the prefix form of `copyir.compute`
+        (`(add (mul 2.0 $0) 1.0)`), operand `$k` being `inputs[k]`."""
+        super().__init__(
+            operands=[dst, inputs], properties={"expression": StringAttr(expression)}
+        )
 
     def written(self) -> tuple[SSAValue, ...]:
         return (self.dst,)

@@ -14,7 +14,8 @@ from xdsl.dialects.builtin import (
     IndexType,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir.affine import AffineMap, AffineSet
 from xdsl.irdl import (
     irdl_op_definition,
     opt_prop_def,
@@ -32,7 +33,7 @@ from copyir import errors
 from copyir.attributes import i64_array, int_values
 from copyir.errors import CopyIRError
 
-from .base import CopyOp, check_evaluable, describe
+from .base import CopyOp, check_evaluable, describe, set_name
 from .types import parse_i64
 
 
@@ -82,6 +83,14 @@ def print_parallel(printer: Printer, parallel: DenseArrayBase | None) -> None:
         printer.print_string(f" parallel [{', '.join(map(str, int_values(parallel)))}]")
 
 
+def named_block(types: Sequence[Attribute], names: Sequence[str | None]) -> Block:
+    """A block whose arguments have these types and, where given, names."""
+    block = Block(arg_types=types)
+    for arg, name in zip(block.args, names, strict=False):
+        set_name(arg, name)
+    return block
+
+
 def print_body(printer: Printer, body: Region) -> None:
     """A body whose arguments the op names before it; an empty one is `{}`."""
     printer.print_string(" ")
@@ -107,6 +116,31 @@ class ForOp(GridOp):
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
+
+    def __init__(
+        self,
+        lower: Sequence[int],
+        upper: Sequence[int],
+        names: Sequence[str | None] = (),
+        *,
+        grid: bool = False,
+        parallel: Sequence[int] | None = None,
+        body: Region | None = None,
+    ):
+        """`range(lower, upper)` for one index, or with `grid`, a row-major
+        grid of `upper` (every `lower` 0); the body's arguments are the
+        indices, named `names`."""
+        properties: dict[str, Attribute] = {
+            "lower": i64_array(tuple(lower)),
+            "upper": i64_array(tuple(upper)),
+        }
+        if grid:
+            properties["grid"] = UnitAttr()
+        if parallel is not None:
+            properties["parallel"] = i64_array(tuple(parallel))
+        if body is None:
+            body = Region(named_block([IndexType()] * len(upper), names))
+        super().__init__(properties=properties, regions=[body])
 
     @property
     def indices(self) -> tuple[SSAValue, ...]:
@@ -195,6 +229,16 @@ class IndexOp(CopyOp):
     map = prop_def(AffineMapAttr)
     result = result_def(IndexType)
 
+    def __init__(
+        self, map: AffineMap, args: Sequence[SSAValue], name: str | None = None
+    ):
+        super().__init__(
+            operands=[args],
+            properties={"map": AffineMapAttr(map)},
+            result_types=[IndexType()],
+        )
+        set_name(self.result, name)
+
     def expression_text(self) -> str:
         """The index expression in the authoring syntax, for messages."""
         from copyir.index import format_expr
@@ -249,6 +293,19 @@ class WhenOp(CopyOp):
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
+
+    def __init__(
+        self,
+        condition: Sequence[AffineSet],
+        args: Sequence[SSAValue],
+        body: Region | None = None,
+    ):
+        """Run `body` where any of the sets holds of `args`."""
+        super().__init__(
+            operands=[args],
+            properties={"condition": ArrayAttr(AffineSetAttr(s) for s in condition)},
+            regions=[body if body is not None else Region(Block())],
+        )
 
     def check(self) -> None:
         for affine_set in self.condition.data:

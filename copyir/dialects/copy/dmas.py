@@ -40,9 +40,10 @@ from .base import (
     expect_descriptor,
     expect_ref,
     same_ref_type,
+    set_name,
     types_note,
 )
-from .types import DescriptorType
+from .types import DescriptorType, RefType
 
 if TYPE_CHECKING:
     from copyir.access import Accesses
@@ -92,6 +93,10 @@ class DmaOp(StartOrWaitOp):
 
     name = "copy.dma"
 
+    # Untyped on purpose: a declarative format checks declared operand types
+    # while it parses, and an invalid program (a semaphore as a DMA's
+    # source) must reach the verifier and its documented message through
+    # the MLIR form too.
     src = operand_def()
     dst = operand_def()
     sem = operand_def()
@@ -146,6 +151,7 @@ class AsyncCopyOp(CopyOp):
 
     name = "copy.async_copy"
 
+    # Untyped on purpose, as `copy.dma`'s operands.
     src = operand_def()
     dst = operand_def()
     sem = operand_def()
@@ -154,6 +160,12 @@ class AsyncCopyOp(CopyOp):
     assembly_format = (
         "$src `,` $dst `,` $sem attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
     )
+
+    def __init__(
+        self, src: SSAValue, dst: SSAValue, sem: SSAValue, name: str | None = None
+    ):
+        super().__init__(operands=[src, dst, sem], result_types=[DescriptorType()])
+        set_name(self.result, name)
 
     def written(self) -> tuple[SSAValue, ...]:
         return (self.dst,)
@@ -179,6 +191,20 @@ class AsyncDmaOp(StartOrWaitOp):
         "$action $descriptor (`add` $add^)? (`priority` $priority^)? attr-dict"
     )
 
+    def __init__(
+        self,
+        action: str,
+        descriptor: SSAValue,
+        *,
+        add: bool = False,
+        priority: int = 0,
+    ):
+        check_action(action)
+        super().__init__(
+            operands=[descriptor],
+            properties=self.option_properties(action, add, priority),
+        )
+
     def check(self) -> None:
         self.check_options()
 
@@ -194,8 +220,8 @@ class SyncCopyOp(CopyOp):
 
     name = "copy.sync_copy"
 
-    srcs = var_operand_def()
-    dsts = var_operand_def()
+    srcs = var_operand_def(RefType)
+    dsts = var_operand_def(RefType)
     src_tree = prop_def(StringAttr)
     dst_tree = prop_def(StringAttr)
     add = opt_prop_def(UnitAttr)

@@ -82,7 +82,7 @@ class PipelineOp(GridOp):
 
     name = "copy.pipeline"
 
-    refs = var_operand_def()
+    refs = var_operand_def(RefType)
     grid = prop_def(DenseArrayBase[I64])
     directions = prop_def(DenseArrayBase[I64])
     blocks = prop_def(ArrayAttr[ArrayAttr[BlockDimAttr]])

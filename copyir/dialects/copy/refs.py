@@ -132,7 +132,7 @@ class AllocOp(CopyOp):
 
     name = "copy.alloc"
 
-    result = result_def()
+    result = result_def(RefType)
 
     assembly_format = "attr-dict `:` type($result)"
 
@@ -229,12 +229,12 @@ class ViewOp(IndexedOp):
 
     name = "copy.view"
 
-    source = operand_def()
+    source = operand_def(RefType)
     dynamic_offsets = var_operand_def(IndexType)
     offsets = prop_def(DenseArrayBase[I64])
     sizes = prop_def(DenseArrayBase[I64])
     dropped = prop_def(DenseArrayBase[I64])
-    result = result_def()
+    result = result_def(RefType)
 
     DYNAMIC_WORD: ClassVar[str] = "offsets"
 
@@ -347,10 +347,10 @@ class SemIndexOp(IndexedOp):
 
     name = "copy.sem_index"
 
-    source = operand_def()
+    source = operand_def(SemaphoreArrayType)
     dynamic_indices = var_operand_def(IndexType)
     indices = prop_def(DenseArrayBase[I64])
-    result = result_def()
+    result = result_def(SemaphoreType | SemaphoreArrayType)
 
     def __init__(
         self,
@@ -412,7 +412,10 @@ class InvalidateOp(CopyOp):
 
     name = "copy.invalidate"
 
-    ref = operand_def()
+    ref = operand_def()  # untyped on purpose, as `copy.dma`'s operands
+
+    def __init__(self, ref: SSAValue):
+        super().__init__(operands=[ref])
 
     assembly_format = "$ref attr-dict `:` type($ref)"
 

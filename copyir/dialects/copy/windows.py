@@ -56,6 +56,7 @@ from .types import (
     BlockDimAttr,
     BufferedRefType,
     RefType,
+    SemaphoreType,
     parse_i64,
     ref_type,
 )
@@ -164,11 +165,11 @@ class BufferedCopyOp(CopyOp):
 
     name = "copy.buffered_copy"
 
-    src = operand_def()
-    dst = operand_def()
+    src = operand_def(RefType | BufferedRefType)
+    dst = operand_def(RefType | BufferedRefType)
     dynamic_indices = var_operand_def(IndexType)
     dynamic_slot = opt_operand_def(IndexType)
-    sem = opt_operand_def()
+    sem = opt_operand_def(SemaphoreType)
     src_indices = opt_prop_def(DenseArrayBase[I64])
     dst_indices = opt_prop_def(DenseArrayBase[I64])
     slot = opt_prop_def(IntegerAttr[I64])
@@ -436,7 +437,18 @@ class WindowOp(CopyOp):
     bref = operand_def(BufferedRefType)
     dynamic_slot = opt_operand_def(IndexType)
     slot = opt_prop_def(IntegerAttr[I64])
-    result = result_def()
+    result = result_def(RefType)
+
+    def __init__(
+        self, bref: SSAValue, slot: int | SSAValue = 0, name: str | None = None
+    ):
+        static = isinstance(slot, int)
+        super().__init__(
+            operands=[bref, [] if static else [slot]],
+            properties={"slot": IntegerAttr(slot, i64)} if static else {},
+            result_types=[self.slot_type(bref.type)],
+        )
+        set_name(self.result, name)
 
     @property
     def slot_value(self) -> int | SSAValue:
