@@ -208,7 +208,7 @@ class _KernelPrinter:
         the parser makes them, right before it.
 
         The parser finds again what an earlier statement of the block made
-        inline (`_Builder.shared`), by what it is (`_sharing_key`), except
+        inline (`ScopedBuilder.shared`), by what it is (`_sharing_key`), except
         in a computation, which makes each of its views afresh and keeps
         none. So an op is written inline where the parser would make that
         very op: not where it would find an equal one made before (a twin,
@@ -600,7 +600,7 @@ def _inline_candidate(value: SSAValue, user: Operation) -> bool:
 
 def _sharing_key(op: Operation) -> tuple:
     """What the parser finds an inline op again by: its kind, operands and
-    properties (`_Builder.shared` keys it by the same, as it reads them)."""
+    properties (`ScopedBuilder.shared` keys it by the same, as it reads them)."""
     return (type(op), *op.operands, *op.properties.values())
 
 
