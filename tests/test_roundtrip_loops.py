@@ -14,7 +14,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineExpr
 import copyir
 from copyir import errors
 from copyir.cli import main
-from copyir.cpy.printer import KEYWORDS
+from copyir.cpy.keywords import KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
     AsyncCopyOp,

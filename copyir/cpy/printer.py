@@ -26,6 +26,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from copyir import compute
 from copyir.attributes import int_values
 from copyir.compute import Apply, Operand
+from copyir.cpy.keywords import KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
     OUT,
@@ -59,33 +60,6 @@ from copyir.index import format_condition, format_expr
 from copyir.locations import detail_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-KEYWORDS = frozenset(
-    [
-        "kernel",
-        "alloc",
-        "semaphore",
-        "buffered_ref",
-        "async_copy",
-        "copy_start",
-        "copy_wait",
-        "dma",
-        "sync_copy",
-        "buffered_copy",
-        "for",
-        "in",
-        "when",
-        "pipeline",
-        "and",
-        "or",
-        "not",
-        "loc",
-        "None",
-        "Blocked",
-        "Element",
-    ]
-)
-"""Words the parser reads as keywords somewhere: no value is printed with
-one as its name (it gets a fresh name instead)."""
 _INLINE = (ViewOp, SemIndexOp, IndexOp)
 _AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 

@@ -12,9 +12,10 @@ from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from copyir import errors, pytree
+from copyir.cpy.keywords import VALUE_WORDS
 from copyir.dialects.copy import set_name
 from copyir.errors import CopyIRError, Loc, Note
-from copyir.hints import VALUE_WORDS, did_you_mean
+from copyir.hints import did_you_mean
 from copyir.index import INT64
 from copyir.locations import loc_of
 

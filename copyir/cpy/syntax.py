@@ -19,10 +19,9 @@ from lark.lark import PostLex
 
 from copyir import errors
 from copyir.cpy.grammar_cache import grammar_cache
+from copyir.cpy.keywords import GRAMMAR_WORDS, STATEMENT_WORDS, VALUE_WORDS
 from copyir.errors import CopyIRError, Loc, Note
-from copyir.hints import STATEMENT_WORDS, VALUE_WORDS, did_you_mean, habit
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from copyir.hints import did_you_mean, habit
 
 _TOKEN_NAMES = {
     "NAME": "a name",
@@ -171,14 +170,11 @@ def _misspelt_keyword(err: UnexpectedToken, text: str) -> tuple[Note, ...]:
 
 
 def _keyword(terminal: str) -> str | None:
-    """The word a terminal stands for, if it is a keyword such as `kernel`
-    (or `in`, a word up to a word's end)."""
-    try:
-        pattern = lark_parser().get_terminal(terminal).pattern
-    except KeyError:
-        return None
-    word = pattern.value.removesuffix("\\b") if pattern.type == "re" else pattern.value
-    return word if _NAME.fullmatch(word) else None
+    """The word a terminal stands for, if it is a keyword: lark names a
+    word's terminal after it (`KERNEL`, `COPY_START`; `_IN`, a word up to a
+    word's end)."""
+    word = terminal.lstrip("_").lower()
+    return word if word in GRAMMAR_WORDS else None
 
 
 def _missing_semaphore(err: UnexpectedToken) -> tuple[Note, ...]:
