@@ -1,0 +1,49 @@
+"""The documentation holds together: every relative link of the README,
+ARCHITECTURE.md and docs/ reaches a file (and its heading, for an anchor),
+and the stream reference documents every op of the dma dialect."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ROOT
+
+from copyir.dialects.dma import Dma
+
+PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted(ROOT.glob("docs/*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+
+
+def links(page) -> list[str]:
+    """The link targets of a page, outside code."""
+    return LINK.findall(CODE.sub("", page.read_text()))
+
+
+def anchors(page) -> set[str]:
+    """GitHub's anchors: each heading lowercased, punctuation dropped, spaces
+    as dashes; and explicit `<a id=...>`."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    found = set(re.findall(r'<a id="([^"]+)">', text))
+    for heading in re.findall(r"^#+ (.+)$", text, re.MULTILINE):
+        found.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_relative_link_resolves(page):
+    for target in links(page):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f"{page.name}: {target}"
+        if anchor:
+            assert anchor in anchors(linked), f"{page.name}: {target}"
+
+
+def test_the_stream_reference_documents_every_dma_op():
+    reference = (ROOT / "docs" / "stream.md").read_text()
+    for op in Dma.operations:
+        assert f"`{op.name}`" in reference, op.name
