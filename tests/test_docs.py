@@ -47,3 +47,14 @@ def test_the_stream_reference_documents_every_dma_op():
     reference = (ROOT / "docs" / "stream.md").read_text()
     for op in Dma.operations:
         assert f"`{op.name}`" in reference, op.name
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "examples" / "invalid").glob("*/*.*")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_the_error_catalogue_lists_each_lowering_and_runtime_example(path):
+    catalogue = (ROOT / "docs" / "errors.md").read_text()
+    where = f"../examples/invalid/{path.parent.name}/{path.name}"
+    assert f"| [`{path.name}`]({where}) | `" in catalogue
