@@ -9,6 +9,7 @@ import re
 import pytest
 from conftest import ROOT
 
+import copyir
 from copyir.dialects.dma import Dma
 
 PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted(ROOT.glob("docs/*.md"))]
@@ -58,3 +59,28 @@ def test_the_error_catalogue_lists_each_lowering_and_runtime_example(path):
     catalogue = (ROOT / "docs" / "errors.md").read_text()
     where = f"../examples/invalid/{path.parent.name}/{path.name}"
     assert f"| [`{path.name}`]({where}) | `" in catalogue
+
+
+def lowered_lines(example: str) -> set[str]:
+    """The lines of `copyir lower EXAMPLE`, stripped."""
+    module = copyir.parse((ROOT / example).read_text(), filename=example)
+    text = copyir.to_text(copyir.lower(module), "dma")
+    return {line.strip() for line in text.splitlines()}
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/stream.md"])
+def test_the_stream_shown_is_what_copyir_lower_prints(page):
+    """Each stream line shown is in `copyir lower`'s output for the example
+    its origin comment (or its block's command) names."""
+    outputs: dict[str, set[str]] = {}
+    for block in re.findall(r"```\n(.*?)```", (ROOT / page).read_text(), re.DOTALL):
+        command = re.match(r"\$ copyir lower (\S+)", block)
+        for line in block.splitlines():
+            shown = line.strip()
+            origin = re.search(r"// (examples/\S+?):\d+:\d+", shown)
+            example = origin[1] if origin else command and command[1]
+            if not shown.startswith("dma.") or not example:
+                continue
+            if example not in outputs:
+                outputs[example] = lowered_lines(example)
+            assert shown in outputs[example], (page, shown)
