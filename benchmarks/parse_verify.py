@@ -16,7 +16,7 @@ import gc
 import time
 
 import copyir
-from copyir.cpy_parser import _lark
+from copyir.cpy.syntax import lark_parser
 
 BODY = [
     "copy_start x[{i8}:{i8e}, :] -> buf[{j}], sems[{s}]",
@@ -62,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     n = args.statements
     text = program(n)
-    lark_time, _ = best_of(args.repeat, lambda: _lark().parse(text))
+    lark_time, _ = best_of(args.repeat, lambda: lark_parser().parse(text))
     parse_time, module = best_of(args.repeat, lambda: copyir.parse(text, "bench.cpy"))
     verify_time, _ = best_of(args.repeat, lambda: copyir.verify(module))
     mlir = copyir.to_text(module, "mlir")

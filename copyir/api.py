@@ -76,7 +76,7 @@ def parse(text: str, filename: str = "<input>", format: str | None = None) -> Mo
 
             module = parse_mlir(text, filename)
         else:
-            from copyir.cpy_parser import parse_cpy
+            from copyir.cpy.parser import parse_cpy
 
             module = parse_cpy(text, filename)
     if loc_of(module.location) is None:  # implicit: the file itself
@@ -365,7 +365,7 @@ def to_text(
         if lowered is None:
             raise ValueError(errors.DMA_FORM_NEEDS_PROGRAM)
         return dma_text(lowered)
-    from copyir.cpy_printer import print_cpy
+    from copyir.cpy.printer import print_cpy
 
     return print_cpy(program, debuginfo=bool(debuginfo))
 

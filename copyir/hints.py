@@ -14,21 +14,6 @@ from collections.abc import Iterable
 from copyir import errors
 from copyir.errors import Note
 
-STATEMENT_WORDS = (
-    "copy_start",
-    "copy_wait",
-    "dma",
-    "sync_copy",
-    "buffered_copy",
-    "for",
-    "when",
-    "pipeline",
-    "invalidate",
-)
-"""The words that start a statement."""
-VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy", "window")
-"""The words that start the right-hand side of `name = ...`."""
-
 _COMMENT = re.compile(r"//")
 _HABITS = (
     (re.compile(r"\.[ \t]*at[ \t]*\["), errors.HINT_AT),

@@ -540,7 +540,7 @@ def test_running_a_bfloat16_program_imports_ml_dtypes():
 
 
 def test_the_grammar_cache_lives_in_a_private_directory(tmp_path, monkeypatch):
-    from copyir.grammar_cache import grammar_cache
+    from copyir.cpy.grammar_cache import grammar_cache
 
     monkeypatch.delenv("COPYIR_NO_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

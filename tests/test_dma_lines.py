@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import copyir
-from copyir.cpy_parser import _lark
+from copyir.cpy.syntax import lark_parser
 from copyir.errors import CopyIRError
 from copyir.testing import module_difference
 
@@ -23,7 +23,7 @@ def kernel(*lines: str) -> str:
 
 
 def token_types(text: str) -> list[str]:
-    return [token.type for token in _lark().lex(text)]
+    return [token.type for token in lark_parser().lex(text)]
 
 
 def error_of(text: str) -> CopyIRError:

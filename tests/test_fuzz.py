@@ -37,7 +37,7 @@ from functools import cache
 from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
 
 import copyir
-from copyir.cpy_printer import KEYWORDS
+from copyir.cpy.keywords import KEYWORDS
 from copyir.errors import CopyIRError
 
 SEED = 0x5EED_C0DE

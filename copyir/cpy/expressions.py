@@ -36,6 +36,7 @@ from xdsl.ir.affine import (
 
 from copyir import errors, pytree
 from copyir.compute import Apply, Expression, Literal, Operand
+from copyir.cpy.keywords import FLOAT_WORDS
 from copyir.dialects.copy import describe_type
 from copyir.errors import CopyIRError, Note
 from copyir.index import NEGATED, comparison, constant_out_of_range
@@ -375,7 +376,7 @@ def computation(
     if kind in ("int", "float"):
         return Literal(str(children[0]))
     if kind == "operand":
-        if is_bare_name(tree) and str(children[0]) in _FLOAT_WORDS:
+        if is_bare_name(tree) and str(children[0]) in FLOAT_WORDS:
             try:  # a ref of that name comes first; else the float itself
                 source.lookup(children[0])
             except CopyIRError:
@@ -409,11 +410,6 @@ def computation(
     raise source.error(
         tree, errors.COMPUTE_OPERATOR.format(what=what, expr=source.source(tree))
     )
-
-
-_FLOAT_WORDS = ("nan", "inf")
-"""Float literals a computation may name (as `jnp.nan`, `jnp.inf`): the
-printer writes them for the padding of a cut block."""
 
 
 def _operands(tree: Tree) -> list[Tree | Token]:

@@ -26,6 +26,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from copyir import compute
 from copyir.attributes import int_values
 from copyir.compute import Apply, Operand
+from copyir.cpy.keywords import KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
     OUT,
@@ -59,33 +60,6 @@ from copyir.index import format_condition, format_expr
 from copyir.locations import detail_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-KEYWORDS = frozenset(
-    [
-        "kernel",
-        "alloc",
-        "semaphore",
-        "buffered_ref",
-        "async_copy",
-        "copy_start",
-        "copy_wait",
-        "dma",
-        "sync_copy",
-        "buffered_copy",
-        "for",
-        "in",
-        "when",
-        "pipeline",
-        "and",
-        "or",
-        "not",
-        "loc",
-        "None",
-        "Blocked",
-        "Element",
-    ]
-)
-"""Words the parser reads as keywords somewhere: no value is printed with
-one as its name (it gets a fresh name instead)."""
 _INLINE = (ViewOp, SemIndexOp, IndexOp)
 _AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 
@@ -208,7 +182,7 @@ class _KernelPrinter:
         the parser makes them, right before it.
 
         The parser finds again what an earlier statement of the block made
-        inline (`_Builder.shared`), by what it is (`_sharing_key`), except
+        inline (`ScopedBuilder.shared`), by what it is (`_sharing_key`), except
         in a computation, which makes each of its views afresh and keeps
         none. So an op is written inline where the parser would make that
         very op: not where it would find an equal one made before (a twin,
@@ -600,7 +574,7 @@ def _inline_candidate(value: SSAValue, user: Operation) -> bool:
 
 def _sharing_key(op: Operation) -> tuple:
     """What the parser finds an inline op again by: its kind, operands and
-    properties (`_Builder.shared` keys it by the same, as it reads them)."""
+    properties (`ScopedBuilder.shared` keys it by the same, as it reads them)."""
     return (type(op), *op.operands, *op.properties.values())
 
 

@@ -1,0 +1,1 @@
+"""The authoring syntax (`.cpy`): its grammar, parser and printer."""

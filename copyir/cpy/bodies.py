@@ -1,0 +1,303 @@
+"""`.cpy` statements with a body: `for`, `when` and `pipeline`, and a
+pipeline's header (its options, window specs and index maps)."""
+
+from __future__ import annotations
+
+from lark import Token, Tree
+from xdsl.dialects.builtin import AffineMapAttr, AffineSetAttr, ArrayAttr, UnitAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from copyir import errors
+from copyir.attributes import i64_array
+from copyir.cpy.expressions import (
+    Affine,
+    checked,
+    condition,
+    is_bare_name,
+    static_integer,
+    strip_parens,
+)
+from copyir.cpy.options import OptionReader
+from copyir.cpy.scope import INDEX, ScopedBuilder
+from copyir.dialects.copy import (
+    IN,
+    OUT,
+    SQUEEZED,
+    BufferedRefOp,
+    BufferedRefType,
+    ForOp,
+    PipelineOp,
+    WhenOp,
+    describe,
+    expect_ref,
+)
+from copyir.errors import CopyIRError, Note
+from copyir.hints import did_you_mean
+
+
+class _MapScope:
+    """What an index map's expressions see: its parameters, as index values
+    of their own, and nothing else (the builder lends its messages)."""
+
+    def __init__(self, builder: ScopedBuilder, names: list[Token]):
+        self.builder = builder
+        block = Block(arg_types=[INDEX] * len(names))
+        self.values = {str(n): v for n, v in zip(names, block.args, strict=True)}
+
+    def lookup(self, token: Token) -> SSAValue:
+        value = self.values.get(str(token))
+        if value is None:
+            params = f"({', '.join(self.values)})"
+            raise self.error(
+                token,
+                errors.UNDEFINED.format(name=token),
+                (Note(errors.INDEX_MAP_SCOPE.format(params=params)),),
+            )
+        return value
+
+    def error(
+        self, item: Tree | Token, message: str, notes: tuple[Note, ...] = ()
+    ) -> CopyIRError:
+        return self.builder.error(item, message, notes)
+
+    def source(self, item: Tree | Token) -> str:
+        return self.builder.source(item)
+
+    def integer(self, text: str, at: Token | None = None) -> int:
+        return self.builder.integer(text, at)
+
+
+class BodyBuilder(OptionReader):
+    """Loops, conditions and pipelines: each opens a scope for its body."""
+
+    def for_stmt(self, tree: Tree) -> None:
+        """`for i in range(8)`, `for i in range(a, b)`, `for i, j in grid(8,
+        3)`: one copy.for whose body's arguments are the indices."""
+        for_token, names_tree, range_tree, *rest = tree.children
+        options, body = rest[:-2], rest[-1]
+        lower, upper, grid = self.loop_bounds(range_tree)
+        names = names_tree.children
+        if len(names) != len(upper):
+            raise self.error(
+                names_tree,
+                errors.LOOP_INDEX_COUNT.format(
+                    range=self.source(range_tree), dims=len(upper), count=len(names)
+                ),
+            )
+        properties: dict[str, Attribute] = {
+            "lower": i64_array(tuple(lower)),
+            "upper": i64_array(tuple(upper)),
+        }
+        if grid:
+            properties["grid"] = UnitAttr()
+        parallel = self.options(options, "for", {"parallel": "dims"}).get("parallel")
+        if parallel is not None:
+            properties["parallel"] = i64_array(tuple(parallel))
+        block = Block(arg_types=[INDEX] * len(names))
+        self.emit(ForOp, (), (), properties, [Region(block)])
+        outer = self.open_scope("loop", for_token, block)
+        for arg, token in zip(block.args, names, strict=True):
+            self.define(token, arg)
+            self.loop_lines[str(token)] = (for_token.line, "loop")
+        self.statements(body)
+        self.close_scope(outer)
+
+    def loop_bounds(self, tree: Tree) -> tuple[list[int], list[int], bool]:
+        """(lower, upper, is a grid) of `range(...)` or `grid(...)`."""
+        function, *args = tree.children
+        args = [a for a in args if a is not None]
+        bounds = [
+            static_integer(self, a, f"A bound of {self.source(tree)}") for a in args
+        ]
+        if function == "range" and len(bounds) in (1, 2):
+            return ([0] if len(bounds) == 1 else bounds[:1]), bounds[-1:], False
+        if function == "grid" and bounds:
+            return [0] * len(bounds), bounds, True
+        raise self.error(
+            tree,
+            errors.LOOP_RANGE.format(expr=self.source(tree)),
+            did_you_mean(str(function), ["range", "grid"]),
+        )
+
+    def pipeline_stmt(self, tree: Tree) -> None:
+        """`pipeline grid=(8, 3) in x block=(128, 128) index=(i, j) -> (i, j)
+        buffers=3 out y ... (xw, yw, i, j) { ... }`: one copy.pipeline whose
+        body's arguments are the windows, then the grid indices (named here
+        only when the header names them)."""
+        token, *items = tree.children
+        names_tree, _, body = items[-3:]
+        specs = [i for i in items[:-3] if i.data in _SPECS]
+        options = [i for i in items[:-3] if i.data not in _SPECS]
+        properties = self.pipeline_options(token, options)
+        rank = len(properties["grid"].get_values())
+        refs, parts = [], []
+        for spec in specs:
+            ref, *part = self.pipeline_spec(spec, rank)
+            refs.append(ref)
+            parts.append(part)
+        directions, blocks, maps, buffers = zip(*parts, strict=True)
+        properties |= {
+            "directions": i64_array(directions),
+            "blocks": ArrayAttr(ArrayAttr(b) for b in blocks),
+            "index_maps": ArrayAttr(maps),
+            "buffers": i64_array(buffers),
+        }
+        names = [n for n in names_tree.children if n is not None]
+        if len(names) not in (len(refs), len(refs) + rank):
+            raise self.error(
+                names[0] if names else token,
+                errors.PIPELINE_BODY_NAMES.format(
+                    count=len(names), windows=len(refs), rank=rank
+                ),
+            )
+        types = [ref.type for ref in refs]
+        windows = PipelineOp.window_types(types, properties["blocks"].data)
+        block = Block(arg_types=[*windows, *[INDEX] * rank])
+        self.emit(PipelineOp, refs, (), properties, [Region(block)])
+        outer = self.open_scope("pipeline", token, block)
+        for arg, name in zip(block.args, names, strict=False):
+            self.define(name, arg)
+        for name in names[len(refs) :]:
+            self.loop_lines[str(name)] = (token.line, "pipeline")
+        self.statements(body)
+        self.close_scope(outer)
+
+    def pipeline_options(self, token: Token, options: list[Tree]) -> dict:
+        """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)` (the
+        parallel dimensions; the verifier wants them a prefix),
+        `no_pipelining`: the op's properties."""
+        values = self.options(options, "pipeline", _PIPELINE_OPTIONS)
+        grid = values.get("grid")
+        if grid is None:
+            raise self.error(
+                token,
+                errors.OPTION_VALUE.format(
+                    option="grid", stmt="pipeline", why="is required"
+                ),
+            )
+        properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
+        semantics = values.get("dimension_semantics")
+        if semantics is not None:
+            dims = self.parallel_dims(token, semantics, grid)
+            properties["parallel"] = i64_array(dims)
+        if "no_pipelining" in values:
+            properties["no_pipelining"] = UnitAttr()
+        return properties
+
+    def parallel_dims(
+        self, token: Token, semantics: list[Token], grid: list[int]
+    ) -> tuple[int, ...]:
+        """The dimensions that `dimension_semantics` calls parallel."""
+        for name in semantics:
+            if name not in _SEMANTICS:
+                raise self.error(
+                    name,
+                    errors.DIMENSION_SEMANTICS.format(name=name),
+                    did_you_mean(str(name), _SEMANTICS),
+                )
+        if len(semantics) != len(grid):
+            raise self.error(
+                semantics[0] if semantics else token,
+                errors.DIMENSION_SEMANTICS_COUNT.format(
+                    count=len(semantics), rank=len(grid)
+                ),
+            )
+        return tuple(k for k, name in enumerate(semantics) if name == "parallel")
+
+    def pipeline_spec(self, spec: Tree, rank: int) -> tuple:
+        """`in x block=(...) index=(i, j) -> (...) buffers=3`: the ref, its
+        direction, block dims, index map and buffer count."""
+        output = spec.data == "out_spec"
+        name, *items = spec.children[1:] if output else spec.children
+        ref = self.lookup(name)
+        label = f"{'out' if output else 'in'} {name}"
+        values = self.options(items, label, _SPEC_OPTIONS)
+        for required in ("block", "index"):
+            if required not in values:
+                raise self.error(
+                    name,
+                    errors.OPTION_VALUE.format(
+                        option=required, stmt=label, why="is required"
+                    ),
+                )
+        self.check_window(ref, values["block"], name)
+        index_map = self.index_map(values["index"], rank, str(name))
+        direction = OUT if output else IN
+        return ref, direction, values["block"], index_map, values.get("buffers", 2)
+
+    def check_window(self, ref: SSAValue, block: list, at: Token) -> None:
+        """A block size below 1 makes no window (no ref has an empty
+        dimension), so the IR cannot hold it: the verifier's message for
+        that block, here."""
+        if all(b.kind.data == SQUEEZED or b.size.data >= 1 for b in block):
+            return
+        try:
+            type = expect_ref("pipeline", "operand", ref)
+            shape, element = type.get_shape(), type.element_type
+            bref = BufferedRefType(shape, element, block, 2, "vmem")
+            BufferedRefOp.check_type(bref, describe(ref))
+        except CopyIRError as err:
+            raise err.at(self.loc(at)) from None
+
+    def index_map(self, tree: Tree, rank: int, ref: str) -> AffineMapAttr:
+        """`(i, j) -> (i, 0)`, `i -> (i, 0)`: a lambda from the grid indices
+        to block indices; its results are index expressions over its
+        parameters, which nothing outside it sees."""
+        option, params, *results = tree.children
+        names = self.map_parameters(params, ref)
+        if len(names) != rank:
+            raise self.error(
+                params if names else option,  # `()` has no token of its own
+                errors.INDEX_MAP_ARITY.format(name=ref, count=len(names), rank=rank),
+            )
+        scope = _MapScope(self, names)
+        affine = Affine(scope)
+        affine.dims = list(scope.values.values())
+        exprs = [checked(self, r, affine.expr(r)) for r in results if r is not None]
+        return AffineMapAttr(AffineMap(rank, 0, tuple(exprs)))
+
+    def map_parameters(self, params: Tree | Token, ref: str) -> list[Token]:
+        """An index map's parameters: `i`, `(i)` or `(i, j)`, each a name
+        once."""
+        if isinstance(params, Token):
+            return [params]
+        if params.data == "tuple_value":
+            items = [c for c in params.children if c is not None]
+        else:
+            items = [params]
+        names: list[Token] = []
+        for item in items:
+            if not is_bare_name(item):
+                raise self.error(
+                    item, errors.INDEX_MAP_PARAMETER.format(expr=self.source(item))
+                )
+            name = strip_parens(item).children[0]
+            if name in names:
+                raise self.error(
+                    name, errors.INDEX_MAP_TWICE.format(name=ref, param=name)
+                )
+            names.append(name)
+        return names
+
+    def when_stmt(self, tree: Tree) -> None:
+        """`when <condition> { ... }`: a copy.when over the index values the
+        condition names, its condition an or of affine sets."""
+        when_token, cond, _, body = tree.children
+        sets, dims = condition(self, cond)
+        block = Block()
+        properties = {"condition": ArrayAttr([AffineSetAttr(s) for s in sets])}
+        self.emit(WhenOp, dims, (), properties, [Region(block)])
+        outer = self.open_scope("when", when_token, block)
+        self.statements(body)
+        self.close_scope(outer)
+
+
+_SPECS = frozenset(("in_spec", "out_spec"))
+_PIPELINE_OPTIONS = {
+    "grid": "grid",
+    "dimension_semantics": "names",
+    "no_pipelining": "flag",
+}
+_SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int"}
+_SEMANTICS = ("parallel", "arbitrary")

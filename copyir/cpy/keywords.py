@@ -1,0 +1,36 @@
+"""The words of the `.cpy` language, in one place: the grammar spells them
+(tests/test_keywords.py checks the list against grammar.lark), the parser's
+did-you-means offer them, and the printer never names a value with one."""
+
+STATEMENT_WORDS = (
+    "copy_start",
+    "copy_wait",
+    "dma",
+    "sync_copy",
+    "buffered_copy",
+    "for",
+    "when",
+    "pipeline",
+    "invalidate",
+)
+"""The words that start a statement."""
+VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy", "window")
+"""The words that start the right-hand side of `name = ...`."""
+GRAMMAR_WORDS = frozenset(
+    (*STATEMENT_WORDS, *VALUE_WORDS, "kernel", "in", "out", "and", "or", "not", "loc")
+)
+"""Every word the grammar spells: with the statements' and values' words, a
+kernel's, a loop's and a pipeline's headers, conditions and locations."""
+FLOAT_WORDS = ("nan", "inf")
+"""Float literals a computation may name (as `jnp.nan`, `jnp.inf`): the
+printer writes them for the padding of a cut block."""
+BLOCK_WORDS = ("None", "Blocked", "Element")
+"""Names that a block shape reads as a squeezed, blocked or element
+dimension."""
+NAME_WORDS = frozenset(("out",))
+"""Words of the grammar that may name a value: lark's contextual lexer reads
+`out` as a keyword only where a pipeline's spec may start, where no value's
+name stands (examples name their output `out`)."""
+KEYWORDS = (GRAMMAR_WORDS - NAME_WORDS) | {*FLOAT_WORDS, *BLOCK_WORDS}
+"""Words the parser reads as something other than a value's name somewhere:
+no value is printed with one as its name (it gets a fresh name instead)."""
