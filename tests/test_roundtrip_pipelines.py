@@ -19,7 +19,6 @@ from test_roundtrip_loops import assert_round_trips, ops_of
 
 import copyir
 from copyir import errors
-from copyir.attributes import int_values
 from copyir.dialects.copy import BLOCKED, ELEMENT, IN, OUT, SQUEEZED, PipelineOp
 from copyir.errors import CopyIRError
 from copyir.testing import module_difference
@@ -90,12 +89,13 @@ def test_pipeline_examples_print_back_as_written(name):
 def test_the_sketch_builds_the_op_the_mlir_form_writes():
     op = pipeline_of(parse(kernel(SCALE)))
     assert op.grid_shape == (4, 2)
-    assert int_values(op.directions) == (IN, OUT)
-    assert [[(b.kind.data, b.size.data) for b in blk.data] for blk in op.blocks] == [
+    specs = op.ref_specs.data
+    assert [s.direction.data for s in specs] == [IN, OUT]
+    assert [[(b.kind.data, b.size.data) for b in s.block.data] for s in specs] == [
         [(BLOCKED, 8), (BLOCKED, 128)]
     ] * 2
-    assert [str(m.data) for m in op.index_maps] == ["(d0, d1) -> (d0, d1)"] * 2
-    assert int_values(op.buffers) == (3, 2)
+    assert [str(s.index_map.data) for s in specs] == ["(d0, d1) -> (d0, d1)"] * 2
+    assert [s.buffers.data for s in specs] == [3, 2]
     assert op.parallel is None and op.no_pipelining is None
     assert [w.name_hint for w in op.windows] == ["xw", "yw"]
     assert [i.name_hint for i in op.indices] == [None, None]
@@ -156,7 +156,7 @@ def test_one_dimensional_forms(index, grid):
     module = parse(text)
     op = pipeline_of(module)
     assert op.grid_shape == (4,)
-    assert [str(m.data) for m in op.index_maps] == ["(d0) -> (d0, 0)"] * 2
+    assert [str(s.index_map.data) for s in op.ref_specs] == ["(d0) -> (d0, 0)"] * 2
     printed = copyir.to_text(module)
     assert "  pipeline grid=(4,)\n" in printed
     assert "      in  x block=(8, 256) index=(i) -> (i, 0)\n" in printed
@@ -181,7 +181,7 @@ def test_index_maps_are_index_expressions(results, map_text, printed):
         "(xw) {\n  }"
     )
     module = parse(text)
-    index_map = pipeline_of(module).index_maps.data[0].data
+    index_map = pipeline_of(module).ref_specs.data[0].index_map.data
     if map_text is not None:
         assert str(index_map) == map_text
     assert f"index=(i, j) -> {printed or results}\n" in copyir.to_text(module)
@@ -199,7 +199,7 @@ def test_element_and_squeezed_block_dims():
     )
     module = parse(text)
     op = pipeline_of(module)
-    kinds = [[b.kind.data for b in blk.data] for blk in op.blocks]
+    kinds = [[b.kind.data for b in s.block.data] for s in op.ref_specs]
     assert kinds == [[ELEMENT, BLOCKED], [SQUEEZED, BLOCKED, BLOCKED]]
     assert [w.type.get_shape() for w in op.windows] == [(16, 256), (8, 256)]
     assert copyir.to_text(module) == text

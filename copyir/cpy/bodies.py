@@ -28,6 +28,7 @@ from copyir.dialects.copy import (
     BufferedRefType,
     ForOp,
     PipelineOp,
+    PipelineSpecAttr,
     WhenOp,
     describe,
     expect_ref,
@@ -136,13 +137,8 @@ class BodyBuilder(OptionReader):
             ref, *part = self.pipeline_spec(spec, rank)
             refs.append(ref)
             parts.append(part)
-        directions, blocks, maps, buffers = zip(*parts, strict=True)
-        properties |= {
-            "directions": i64_array(directions),
-            "blocks": ArrayAttr(ArrayAttr(b) for b in blocks),
-            "index_maps": ArrayAttr(maps),
-            "buffers": i64_array(buffers),
-        }
+        specs = [PipelineSpecAttr(*part) for part in parts]
+        properties["ref_specs"] = ArrayAttr(specs)
         names = [n for n in names_tree.children if n is not None]
         if len(names) not in (len(refs), len(refs) + rank):
             raise self.error(
@@ -152,7 +148,7 @@ class BodyBuilder(OptionReader):
                 ),
             )
         types = [ref.type for ref in refs]
-        windows = PipelineOp.window_types(types, properties["blocks"].data)
+        windows = PipelineOp.window_types(types, [s.block for s in specs])
         block = Block(arg_types=[*windows, *[INDEX] * rank])
         self.emit(PipelineOp, refs, (), properties, [Region(block)])
         outer = self.open_scope("pipeline", token, block)

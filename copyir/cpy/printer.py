@@ -24,7 +24,6 @@ from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
 from copyir import compute
-from copyir.attributes import int_values
 from copyir.compute import Apply, Operand
 from copyir.cpy.keywords import KEYWORDS
 from copyir.dialects.copy import (
@@ -453,8 +452,9 @@ class _KernelPrinter:
             if named
             else [default_index_name(k) for k in range(len(grid))]
         )
-        outputs = OUT in int_values(op.directions)
-        for ref, direction, block, index_map, buffers in _pipeline_specs(op):
+        specs = _pipeline_specs(op)
+        outputs = any(direction == OUT for _, direction, *_ in specs)
+        for ref, direction, block, index_map, buffers in specs:
             word = "out " if direction == OUT else "in  " if outputs else "in "
             dims = _tuple(b.describe() for b in block.data)
             results = index_map.data.results
@@ -596,16 +596,10 @@ def _inline_inputs(owner: Operation) -> list[SSAValue]:
 
 def _pipeline_specs(op: PipelineOp) -> list[tuple]:
     """Per operand: ref, direction, block dims, index map, buffer count."""
-    return list(
-        zip(
-            op.refs,
-            int_values(op.directions),
-            op.blocks.data,
-            op.index_maps.data,
-            int_values(op.buffers),
-            strict=True,
-        )
-    )
+    return [
+        (ref, s.direction.data, s.block, s.index_map, s.buffers.data)
+        for ref, s in zip(op.refs, op.ref_specs.data, strict=True)
+    ]
 
 
 def _pipeline_problem(op: PipelineOp) -> str | None:

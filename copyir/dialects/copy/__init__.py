@@ -30,7 +30,15 @@ from .compute import ComputeOp
 from .control import ForOp, IndexOp, WhenOp
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
 from .indexing import check_subscript
-from .pipeline import IN, OUT, PipelineOp, default_index_name
+from .pipeline import (
+    IN,
+    OUT,
+    Direction,
+    DirectionAttr,
+    PipelineOp,
+    PipelineSpecAttr,
+    default_index_name,
+)
 from .refs import (
     AllocOp,
     InvalidateOp,
@@ -93,6 +101,8 @@ Copy = Dialect(
         BlockDimAttr,
         BufferedRefType,
         DescriptorType,
+        DirectionAttr,
+        PipelineSpecAttr,
     ],
 )
 
@@ -119,12 +129,15 @@ __all__ = [
     "Copy",
     "CopyOp",
     "DescriptorType",
+    "Direction",
+    "DirectionAttr",
     "DmaOp",
     "ForOp",
     "IndexOp",
     "InvalidateOp",
     "KernelOp",
     "PipelineOp",
+    "PipelineSpecAttr",
     "RefType",
     "SemIndexOp",
     "SemaphoreArrayType",

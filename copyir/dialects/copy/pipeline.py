@@ -1,5 +1,5 @@
 """`copy.pipeline`: Pallas' `emit_pipeline`, blocks of HBM refs streamed
-through VMEM windows over a grid."""
+through VMEM windows over a grid, each operand with its `PipelineSpecAttr`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,21 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     IndexType,
+    IntAttr,
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    ParametrizedAttribute,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
+    irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
     prop_def,
@@ -23,9 +33,10 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
+from xdsl.utils.str_enum import StrEnum
 
 from copyir import errors
 from copyir.attributes import i64_array, int_values
@@ -35,6 +46,7 @@ from .base import check_evaluable, describe, describe_type, expect_ref
 from .control import (
     GridOp,
     grid_not_positive,
+    named_block,
     parse_parallel,
     print_body,
     print_parallel,
@@ -49,8 +61,105 @@ from .types import (
 )
 from .windows import BufferedRefOp
 
-_INDEX_NAMES = ("i", "j", "k", "l", "m", "n")
-IN, OUT = 0, 1
+
+class Direction(StrEnum):
+    """Whether a pipeline reads an operand's blocks or writes them."""
+
+    IN = "in"
+    OUT = "out"
+
+
+IN, OUT = Direction.IN, Direction.OUT
+
+
+@irdl_attr_definition
+class DirectionAttr(EnumAttribute[Direction], SpacedOpaqueSyntaxAttribute):
+    name = "copy.direction"
+
+
+@irdl_attr_definition
+class PipelineSpecAttr(ParametrizedAttribute):
+    """How a pipeline streams one operand, Pallas' `BlockSpec` with its
+    direction and buffer count: `#copy.pipeline_spec<in block [128, 128]
+    index affine_map<(d0, d1) -> (d0, d1)> buffers 3>`."""
+
+    name = "copy.pipeline_spec"
+
+    direction: DirectionAttr
+    block: ArrayAttr[BlockDimAttr]
+    index_map: AffineMapAttr
+    buffers: IntAttr
+
+    def __init__(
+        self,
+        direction: Direction,
+        block: Sequence[BlockDimAttr],
+        index_map: AffineMap | AffineMapAttr,
+        buffers: int = 2,
+    ):
+        if isinstance(index_map, AffineMap):
+            index_map = AffineMapAttr(index_map)
+        super().__init__(
+            DirectionAttr(Direction(direction)),
+            ArrayAttr(block),
+            index_map,
+            IntAttr(buffers),
+        )
+
+    @property
+    def output(self) -> bool:
+        return self.direction.data == OUT
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            direction = parse_direction(parser)
+            spec = parse_spec_rest(parser, direction)
+        return list(spec.parameters)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.direction.data)
+            self.print_rest(printer)
+
+    def print_rest(self, printer: Printer) -> None:
+        """` block [...] index <map> buffers n`: all but the direction."""
+        printer.print_string(" block [")
+        printer.print_list(self.block.data, lambda b: b.print_block_dim(printer))
+        printer.print_string("] index ")
+        printer.print_attribute(self.index_map)
+        printer.print_string(f" buffers {self.buffers.data}")
+
+
+def parse_direction(parser: AttrParser) -> Direction:
+    if parser.parse_optional_keyword("out") is not None:
+        return OUT
+    parser.parse_keyword("in")
+    return IN
+
+
+def parse_spec_rest(
+    parser: AttrParser, direction: Direction, shape: Sequence[int] = ()
+) -> PipelineSpecAttr:
+    """`block [...] index <map> buffers n` after the direction (and, in the
+    op's form, the operand); a block size below 1 is a parse error, as it
+    gives no window type."""
+    parser.parse_keyword("block")
+    start = parser.pos
+    block = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: BlockDimAttr.parse_block_dim(parser)
+    )
+    for dim, (b, extent) in enumerate(zip(block, shape, strict=False)):
+        if b.kind.data != SQUEEZED and b.size.data < 1:
+            message = errors.BLOCK_SIZE.format(size=b.size.data, dim=dim, extent=extent)
+            parser.raise_error(message, start, parser.pos)
+    parser.parse_keyword("index")
+    index_map = parser.parse_attribute()
+    parser.parse_keyword("buffers")
+    buffers = parse_i64(parser)
+    return PipelineSpecAttr.new(
+        (DirectionAttr(direction), ArrayAttr(block), index_map, IntAttr(buffers))
+    )
 
 
 _INDEX_NAMES = ("i", "j", "k", "l", "m", "n")
@@ -67,11 +176,11 @@ class PipelineOp(GridOp):
     over a grid, running the body once per grid point on the current
     windows.
 
-    `copy.pipeline grid(8, 3) in %x block [128, 128] index affine_map<(d0,
-    d1) -> (d0, d1)> buffers 3, out %y block [...] index ... buffers 2
-    (%xw, %yw, %i, %j) { ... }`: each operand is an input or an output, with
-    a block shape (as a BufferedRef's), an index map from the grid indices
-    to block indices and a buffer count; the body's arguments are the
+    `copy.pipeline grid(8, 3) in %x : !copy.ref<...> block [128, 128] index
+    affine_map<(d0, d1) -> (d0, d1)> buffers 3, out %y : ... (%xw, %yw, %i,
+    %j) { ... }`: each operand has its `PipelineSpecAttr` (an input or an
+    output, a block shape, an index map and a buffer count); the body's
+    arguments are the
     operands' windows (VMEM refs of the block shape, squeezed dimensions
     dropped), then the grid indices. `parallel [0]` names the grid's
     parallel dimensions (a prefix); `no_pipelining` copies every block in
@@ -84,14 +193,40 @@ class PipelineOp(GridOp):
 
     refs = var_operand_def(RefType)
     grid = prop_def(DenseArrayBase[I64])
-    directions = prop_def(DenseArrayBase[I64])
-    blocks = prop_def(ArrayAttr[ArrayAttr[BlockDimAttr]])
-    index_maps = prop_def(ArrayAttr[AffineMapAttr])
-    buffers = prop_def(DenseArrayBase[I64])
+    ref_specs = prop_def(ArrayAttr[PipelineSpecAttr])
     no_pipelining = opt_prop_def(UnitAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
+
+    def __init__(
+        self,
+        grid: Sequence[int],
+        refs: Sequence[SSAValue],
+        specs: Sequence[PipelineSpecAttr],
+        names: Sequence[str | None] = (),
+        *,
+        parallel: Sequence[int] | None = None,
+        no_pipelining: bool = False,
+        body: Region | None = None,
+    ):
+        """Stream `refs` as `specs` say over `grid`; the body's arguments
+        (windows, then grid indices) are named `names`."""
+        properties: dict[str, Attribute] = {
+            "grid": i64_array(tuple(grid)),
+            "ref_specs": ArrayAttr(specs),
+        }
+        if parallel is not None:
+            properties["parallel"] = i64_array(tuple(parallel))
+        if no_pipelining:
+            properties["no_pipelining"] = UnitAttr()
+        if body is None:
+            windows = self.window_types(
+                [r.type for r in refs], [s.block for s in specs]
+            )
+            types = [*windows, *[IndexType()] * len(grid)]
+            body = Region(named_block(types, names))
+        super().__init__(operands=[refs], properties=properties, regions=[body])
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
@@ -117,25 +252,14 @@ class PipelineOp(GridOp):
         """Per operand: the ref, whether it is an output, its BufferedRef
         type (block shape, buffers, window) and its index map."""
         found = []
-        for ref, direction, block, index_map, buffers in self._rows():
+        for ref, spec in zip(self.refs, self.ref_specs.data, strict=False):
             type = ref.type
             shape = type.get_shape() if isinstance(type, RefType) else ()
             element = type.element_type if isinstance(type, RefType) else i64
-            bref = BufferedRefType(shape, element, block.data, buffers, "vmem")
-            found.append((ref, direction == OUT, bref, index_map))
+            block, buffers = spec.block.data, spec.buffers.data
+            bref = BufferedRefType(shape, element, block, buffers, "vmem")
+            found.append((ref, spec.output, bref, spec.index_map))
         return found
-
-    def _rows(self) -> zip:
-        """Per operand: (ref, direction, block, index map, buffers), from the
-        five arrays that hold them."""
-        return zip(
-            self.refs,
-            int_values(self.directions),
-            self.blocks.data,
-            self.index_maps.data,
-            int_values(self.buffers),
-            strict=False,
-        )
 
     @staticmethod
     def window_types(refs_types: Sequence[Attribute], blocks) -> list[Attribute]:
@@ -151,14 +275,7 @@ class PipelineOp(GridOp):
         grid = self.grid_shape
         if any(extent < 1 for extent in grid) or not grid:
             raise grid_not_positive(grid)
-        counts = {
-            len(self.refs),
-            len(int_values(self.directions)),
-            len(self.blocks.data),
-            len(self.index_maps.data),
-            len(int_values(self.buffers)),
-        }
-        if len(counts) != 1:
+        if len(self.refs) != len(self.ref_specs.data):
             raise CopyIRError(
                 errors.MALFORMED_PIPELINE.format(why="its specs disagree in number")
             )
@@ -226,55 +343,27 @@ class PipelineOp(GridOp):
         if parser.parse_optional_keyword("no_pipelining") is not None:
             properties["no_pipelining"] = UnitAttr()
 
-        def spec():
-            direction = OUT if parser.parse_optional_keyword("out") else IN
-            if direction == IN:
-                parser.parse_keyword("in")
+        def operand() -> tuple[SSAValue, PipelineSpecAttr]:
+            direction = parse_direction(parser)
             ref = parser.parse_unresolved_operand()
             parser.parse_punctuation(":")
             type = parser.parse_type()
-            parser.parse_keyword("block")
-            start = parser.pos
-            block = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: BlockDimAttr.parse_block_dim(parser)
-            )
             shape = type.get_shape() if isinstance(type, RefType) else ()
-            for dim, (b, extent) in enumerate(zip(block, shape, strict=False)):
-                if b.kind.data != SQUEEZED and b.size.data < 1:  # no window type
-                    message = errors.BLOCK_SIZE.format(
-                        size=b.size.data, dim=dim, extent=extent
-                    )
-                    parser.raise_error(message, start, parser.pos)
-            parser.parse_keyword("index")
-            index_map = parser.parse_attribute()
-            parser.parse_keyword("buffers")
-            buffers = parse_i64(parser)
-            return (
-                direction,
-                parser.resolve_operand(ref, type),
-                block,
-                index_map,
-                buffers,
-            )
+            spec = parse_spec_rest(parser, direction, shape)
+            return parser.resolve_operand(ref, type), spec
 
-        specs = parser.parse_comma_separated_list(parser.Delimiter.NONE, spec)
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, operand)
         names = parser.parse_comma_separated_list(
             parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
         )
-        blocks = [ArrayAttr(s[2]) for s in specs]
-        types = cls.window_types([s[1].type for s in specs], blocks)
+        refs = [ref for ref, _ in operands]
+        specs = [spec for _, spec in operands]
+        types = cls.window_types([r.type for r in refs], [s.block for s in specs])
         types += [IndexType()] * (len(names) - len(types))
         args = [name.resolve(t) for name, t in zip(names, types, strict=False)]
         body = parser.parse_region(args)
-        properties |= {
-            "directions": i64_array(tuple(s[0] for s in specs)),
-            "blocks": ArrayAttr(blocks),
-            "index_maps": ArrayAttr(s[3] for s in specs),
-            "buffers": i64_array(tuple(s[4] for s in specs)),
-        }
-        return cls.create(
-            operands=[s[1] for s in specs], properties=properties, regions=[body]
-        )
+        properties["ref_specs"] = ArrayAttr(specs)
+        return cls.create(operands=refs, properties=properties, regions=[body])
 
     def print(self, printer: Printer) -> None:
         grid = ", ".join(map(str, self.grid_shape))
@@ -282,17 +371,15 @@ class PipelineOp(GridOp):
         print_parallel(printer, self.parallel)
         if self.no_pipelining is not None:
             printer.print_string(" no_pipelining")
-        for k, (ref, direction, block, index_map, buffers) in enumerate(self._rows()):
+        for k, (ref, spec) in enumerate(
+            zip(self.refs, self.ref_specs.data, strict=False)
+        ):
             printer.print_string("," if k else "")
-            printer.print_string(" out " if direction == OUT else " in ")
+            printer.print_string(f" {spec.direction.data} ")
             printer.print_operand(ref)
             printer.print_string(" : ")
             printer.print_attribute(ref.type)
-            printer.print_string(" block [")
-            printer.print_list(block.data, lambda b: b.print_block_dim(printer))
-            printer.print_string("] index ")
-            printer.print_attribute(index_map)
-            printer.print_string(f" buffers {buffers}")
+            spec.print_rest(printer)
         printer.print_string(" (")
         printer.print_list(self.body.block.args, printer.print_operand)
         printer.print_string(")")
