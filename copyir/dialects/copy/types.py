@@ -10,11 +10,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, IntAttr
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    TypeAttribute,
+)
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.utils.str_enum import StrEnum
 
 from copyir import errors
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
@@ -47,12 +54,30 @@ def _dims_text(shape: Sequence[int]) -> str:
     return ", ".join(str(d) for d in shape)
 
 
-def _parse_space(parser: AttrParser) -> str:
+class MemorySpace(StrEnum):
+    """Where a ref lives: HBM, or a core's VMEM or SMEM."""
+
+    HBM = "hbm"
+    VMEM = "vmem"
+    SMEM = "smem"
+
+
+@irdl_attr_definition
+class MemorySpaceAttr(EnumAttribute[MemorySpace], SpacedOpaqueSyntaxAttribute):
+    name = "copy.space"
+
+
+def space_attr(name: str) -> MemorySpaceAttr:
+    """The space a name means (`any` is `hbm`), or UNKNOWN_SPACE."""
+    return MemorySpaceAttr(MemorySpace(memory_space(name)))
+
+
+def _parse_space(parser: AttrParser) -> MemorySpaceAttr:
     """A memory space's name; an unknown one is a located parse error."""
     pos = parser.pos
     space = parser.parse_identifier("for a memory space")
     try:
-        return memory_space(space)
+        return space_attr(space)
     except CopyIRError as err:
         parser.raise_error(str(err), pos, parser.pos)
 
@@ -80,12 +105,12 @@ class RefType(Shaped, ParametrizedAttribute, TypeAttribute):
 
     shape: ArrayAttr[IntAttr]
     element_type: Attribute
-    space: StringAttr
+    space: MemorySpaceAttr
 
     def __init__(
         self, shape: Sequence[int], element_type: Attribute, space: str = "hbm"
     ):
-        super().__init__(_int_array(shape), element_type, StringAttr(space))
+        super().__init__(_int_array(shape), element_type, space_attr(space))
 
     def verify(self) -> None:
         if len(self.shape) > MAX_RANK:
@@ -96,7 +121,6 @@ class RefType(Shaped, ParametrizedAttribute, TypeAttribute):
             raise CopyIRError(
                 errors.UNKNOWN_DTYPE.format(dtype=self.element_type, known=KNOWN_NAMES)
             )
-        memory_space(self.space.data)
         if any(d.data < 1 for d in self.shape.data):
             raise CopyIRError(errors.BAD_DIMENSION.format(type=self.describe()))
 
@@ -105,7 +129,7 @@ class RefType(Shaped, ParametrizedAttribute, TypeAttribute):
         return BY_IR[self.element_type]
 
     @property
-    def space_name(self) -> str:
+    def space_name(self) -> MemorySpace:
         return self.space.data
 
     @property
@@ -127,7 +151,7 @@ class RefType(Shaped, ParametrizedAttribute, TypeAttribute):
             shape, element_type = parser.parse_ranked_shape()
             parser.parse_punctuation(",")
             space = _parse_space(parser)
-        return [_int_array(shape), element_type, StringAttr(space)]
+        return [_int_array(shape), element_type, space]
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -195,8 +219,22 @@ class DescriptorType(ParametrizedAttribute, TypeAttribute):
 DESCRIPTOR = DescriptorType()
 
 
-BLOCKED, ELEMENT, SQUEEZED = "blocked", "element", "squeezed"
-BLOCK_KINDS = (BLOCKED, ELEMENT, SQUEEZED)
+class BlockKind(StrEnum):
+    """How a block dimension indexes its array, as Pallas' `Blocked(b)`,
+    `Element(b)` and `None` (squeezed) do."""
+
+    BLOCKED = "blocked"
+    ELEMENT = "element"
+    SQUEEZED = "squeezed"
+
+
+BLOCKED, ELEMENT, SQUEEZED = BlockKind
+BLOCK_KINDS = tuple(BlockKind)
+
+
+@irdl_attr_definition
+class BlockKindAttr(EnumAttribute[BlockKind], SpacedOpaqueSyntaxAttribute):
+    name = "copy.block_kind"
 
 
 @irdl_attr_definition
@@ -209,11 +247,11 @@ class BlockDimAttr(ParametrizedAttribute):
 
     name = "copy.block_dim"
 
-    kind: StringAttr
+    kind: BlockKindAttr
     size: IntAttr
 
-    def __init__(self, kind: str, size: int = 1):
-        super().__init__(StringAttr(kind), IntAttr(size))
+    def __init__(self, kind: BlockKind, size: int = 1):
+        super().__init__(BlockKindAttr(BlockKind(kind)), IntAttr(size))
 
     def describe(self) -> str:
         kind, size = self.kind.data, self.size.data
@@ -248,7 +286,7 @@ class BufferedRefType(Shaped, ParametrizedAttribute, TypeAttribute):
     element_type: Attribute
     block: ArrayAttr[BlockDimAttr]
     buffers: IntAttr
-    space: StringAttr
+    space: MemorySpaceAttr
 
     def __init__(
         self,
@@ -263,7 +301,7 @@ class BufferedRefType(Shaped, ParametrizedAttribute, TypeAttribute):
             element_type,
             ArrayAttr(block),
             IntAttr(buffers),
-            StringAttr(space),
+            space_attr(space),
         )
 
     @property
@@ -313,7 +351,7 @@ class BufferedRefType(Shaped, ParametrizedAttribute, TypeAttribute):
             element_type,
             ArrayAttr(block),
             IntAttr(buffers),
-            StringAttr(space),
+            space,
         ]
 
     def print_parameters(self, printer: Printer) -> None:

@@ -49,7 +49,6 @@ from .indexing import (
     split,
 )
 from .types import (
-    BLOCK_KINDS,
     DYNAMIC,
     ELEMENT,
     SQUEEZED,
@@ -127,12 +126,6 @@ class BufferedRefOp(CopyOp):
                 )
             )
         for dim, (b, extent) in enumerate(zip(block, array, strict=False)):
-            if b.kind.data not in BLOCK_KINDS:
-                raise CopyIRError(
-                    errors.MALFORMED_VIEW.format(
-                        name=name, why=f"unknown block kind {b.kind.data}"
-                    )
-                )
             if b.kind.data != SQUEEZED and not 1 <= b.size.data <= extent:
                 raise CopyIRError(
                     errors.BLOCK_SIZE.format(size=b.size.data, dim=dim, extent=extent)
