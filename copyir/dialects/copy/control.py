@@ -229,6 +229,8 @@ class IndexOp(CopyOp):
     map = prop_def(AffineMapAttr)
     result = result_def(IndexType)
 
+    assembly_format = "$map `(` $args `)` attr-dict"
+
     def __init__(
         self, map: AffineMap, args: Sequence[SSAValue], name: str | None = None
     ):
@@ -266,19 +268,6 @@ class IndexOp(CopyOp):
             )
         check_evaluable(affine_map.results)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> IndexOp:
-        affine_map = parser.parse_attribute()
-        args = _parse_index_operands(parser)
-        return cls.create(
-            operands=args, properties={"map": affine_map}, result_types=[IndexType()]
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_attribute(self.map)
-        print_operands(printer, self.args)
-
 
 @irdl_op_definition
 class WhenOp(CopyOp):
@@ -291,6 +280,8 @@ class WhenOp(CopyOp):
     args = var_operand_def(IndexType)
     condition = prop_def(ArrayAttr[AffineSetAttr])
     body = region_def("single_block")
+
+    assembly_format = "$condition `(` $args `)` $body attr-dict"
 
     traits = traits_def(NoTerminator())
 
@@ -321,19 +312,3 @@ class WhenOp(CopyOp):
                 )
             constraints = affine_set.data.constraints
             check_evaluable([e for c in constraints for e in (c.lhs, c.rhs)])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> WhenOp:
-        condition = parser.parse_attribute()
-        args = _parse_index_operands(parser)
-        body = parser.parse_region()
-        return cls.create(
-            operands=args, properties={"condition": condition}, regions=[body]
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_attribute(self.condition)
-        print_operands(printer, self.args)
-        printer.print_string(" ")
-        printer.print_region(self.body)
