@@ -17,12 +17,21 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
     result_def,
     var_operand_def,
+)
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    OptionalOperandVariable,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
@@ -77,6 +86,25 @@ def check_slot(slot: int | SSAValue, bref: SSAValue) -> None:
                 slot=slot, bref=describe(bref), buffers=buffers
             )
         )
+
+
+@irdl_custom_directive
+class Slot(CustomDirective):
+    """A window slot, `7` or `%s`: a static slot property or an index value."""
+
+    dynamic: OptionalOperandVariable
+    static: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        static, operand = parse_optional_slot(parser)
+        self.dynamic.set(state, operand)
+        if operand is None:
+            self.static.set(state, IntegerAttr(static, i64))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_slot(printer, slot_of(self.dynamic.get(op), self.static.get(op)))
 
 
 def parse_optional_slot(parser: Parser) -> tuple[int, UnresolvedOperand | None]:
@@ -422,8 +450,9 @@ def check_block_indices(
 @irdl_op_definition
 class WindowOp(CopyOp):
     """One slot of a BufferedRef's window as a ref: `%w = copy.window
-    %bx[%slot] : !copy.buffered<...>` (Pallas' `BufferedRef.current_ref`),
-    the block shape without its squeezed dimensions, in the window's space."""
+    %bx[%slot] : !copy.buffered<...> -> !copy.ref<...>` (Pallas'
+    `BufferedRef.current_ref`), the block shape without its squeezed
+    dimensions, in the window's space."""
 
     name = "copy.window"
 
@@ -431,6 +460,12 @@ class WindowOp(CopyOp):
     dynamic_slot = opt_operand_def(IndexType)
     slot = opt_prop_def(IntegerAttr[I64])
     result = result_def(RefType)
+
+    custom_directives = (Slot,)
+    assembly_format = (
+        "$bref `[` custom<Slot>($dynamic_slot, $slot) `]` attr-dict "
+        "`:` type($bref) `->` type($result)"
+    )
 
     def __init__(
         self, bref: SSAValue, slot: int | SSAValue = 0, name: str | None = None
@@ -462,30 +497,3 @@ class WindowOp(CopyOp):
                     why=f"its type should be {describe_type(self.slot_type(bref))}",
                 )
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> WindowOp:
-        bref = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        static, slot = parse_optional_slot(parser)
-        properties: dict[str, Attribute] = {}
-        if slot is None:
-            properties["slot"] = IntegerAttr(static, i64)
-        parser.parse_punctuation("]")
-        parser.parse_punctuation(":")
-        type = parser.parse_type()
-        operands = [parser.resolve_operand(bref, type)]
-        if slot is not None:
-            operands.append(parser.resolve_operand(slot, IndexType()))
-        result = cls.slot_type(type) if isinstance(type, BufferedRefType) else type
-        return cls.create(
-            operands=operands, properties=properties, result_types=[result]
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.bref)
-        printer.print_string("[")
-        print_slot(printer, self.slot_value)
-        printer.print_string("] : ")
-        printer.print_attribute(self.bref.type)
