@@ -7,9 +7,16 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, var_operand_def
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from copyir import errors
 from copyir.errors import CopyIRError
@@ -31,6 +38,8 @@ class ComputeOp(CopyOp):
     dst = operand_def(RefType)
     inputs = var_operand_def(RefType)
     expression = prop_def(StringAttr)
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
     def __init__(self, dst: SSAValue, expression: str, inputs: Sequence[SSAValue]):
         """`dst[...] = expression`, in the prefix form of `copyir.compute`

@@ -27,7 +27,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import NoTerminator
+from xdsl.traits import NoTerminator, Pure
 
 from copyir import errors
 from copyir.attributes import i64_array, int_values
@@ -228,6 +228,8 @@ class IndexOp(CopyOp):
     args = var_operand_def(IndexType)
     map = prop_def(AffineMapAttr)
     result = result_def(IndexType)
+
+    traits = traits_def(Pure())
 
     assembly_format = "$map `(` $args `)` attr-dict"
 

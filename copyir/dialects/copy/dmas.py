@@ -21,10 +21,12 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from copyir import errors, pytree
 from copyir.errors import CopyIRError, Note
@@ -57,6 +59,8 @@ class StartOrWaitOp(CopyOp):
     action = prop_def(StringAttr)
     add = opt_prop_def(UnitAttr)
     priority = opt_prop_def(IntegerAttr[I64])
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
     @staticmethod
     def option_properties(action: str, add: bool, priority: int) -> dict:
@@ -227,6 +231,8 @@ class SyncCopyOp(CopyOp):
     add = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
     def written(self) -> tuple[SSAValue, ...]:
         return tuple(self.dsts)

@@ -19,7 +19,13 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.traits import (
+    IsolatedFromAbove,
+    MemoryWriteEffect,
+    NoTerminator,
+    Pure,
+    SymbolOpInterface,
+)
 
 from copyir import errors
 from copyir.attributes import i64_array, int_values
@@ -236,6 +242,8 @@ class ViewOp(IndexedOp):
     dropped = prop_def(DenseArrayBase[I64])
     result = result_def(RefType)
 
+    traits = traits_def(Pure())
+
     DYNAMIC_WORD: ClassVar[str] = "offsets"
 
     def __init__(
@@ -352,6 +360,8 @@ class SemIndexOp(IndexedOp):
     indices = prop_def(DenseArrayBase[I64])
     result = result_def(SemaphoreType | SemaphoreArrayType)
 
+    traits = traits_def(Pure())
+
     def __init__(
         self,
         source: SSAValue,
@@ -413,6 +423,8 @@ class InvalidateOp(CopyOp):
     name = "copy.invalidate"
 
     ref = operand_def()  # untyped on purpose, as `copy.dma`'s operands
+
+    traits = traits_def(MemoryWriteEffect())
 
     def __init__(self, ref: SSAValue):
         super().__init__(operands=[ref])

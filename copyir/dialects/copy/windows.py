@@ -23,6 +23,7 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.irdl.declarative_assembly_format import (
@@ -35,6 +36,7 @@ from xdsl.irdl.declarative_assembly_format import (
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 
 from copyir import errors
 from copyir.attributes import i64_array, segment_sizes
@@ -197,6 +199,8 @@ class BufferedCopyOp(CopyOp):
     action = opt_prop_def(StringAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
     def written(self) -> tuple[SSAValue, ...]:
         return () if isinstance(self.dst.type, BufferedRefType) else (self.dst,)
@@ -460,6 +464,8 @@ class WindowOp(CopyOp):
     dynamic_slot = opt_operand_def(IndexType)
     slot = opt_prop_def(IntegerAttr[I64])
     result = result_def(RefType)
+
+    traits = traits_def(Pure())
 
     custom_directives = (Slot,)
     assembly_format = (
