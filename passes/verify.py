@@ -37,7 +37,6 @@ from xdsl.utils.exceptions import VerifyException
 from copyir import errors, limits
 from copyir.access import Access, Accesses
 from copyir.dialects.copy import (
-    BUILT,
     ELEMENT,
     SQUEEZED,
     AllocOp,
@@ -96,9 +95,7 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
                 loc_of(kernel.location),
             )
         names.add(kernel.kernel_name)
-        _verify_op(
-            kernel, set(), target, Accesses(), Domain(), module in BUILT, Budget()
-        )
+        _verify_op(kernel, set(), target, Accesses(), Domain(), Budget())
 
 
 TOP_LEVEL = (AllocOp, SemaphoreOp, BufferedRefOp)
@@ -111,7 +108,6 @@ def _verify_op(
     target: Target,
     accesses: Accesses,
     domain: Domain,
-    built: bool = False,
     budget: Budget | None = None,
 ) -> None:
     budget = Budget() if budget is None else budget
@@ -124,10 +120,7 @@ def _verify_op(
     try:
         if (domain.loops or domain.conditions) and isinstance(op, TOP_LEVEL):
             raise CopyIRError(errors.NOT_AT_TOP_LEVEL.format(op=op.name))
-        if built:  # well-formed by construction: copyir's own rules only
-            op.check()
-        else:
-            op.verify_all()
+        op.verify_all()
         if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
             op.verify_accesses(accesses)
         budget.count(op, domain)  # before any work at every point of a domain
@@ -154,7 +147,7 @@ def _verify_op(
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
                     )
-                _verify_op(child, inner, target, accesses, inner_domain, built, budget)
+                _verify_op(child, inner, target, accesses, inner_domain, budget)
                 inner.update(child.results)
     defined.update(op.results)
 

@@ -25,7 +25,7 @@ from copyir.cpy.bodies import BodyBuilder
 from copyir.cpy.definitions import DefinitionBuilder
 from copyir.cpy.syntax import lark_parser, syntax_error
 from copyir.cpy.transfers import TransferBuilder
-from copyir.dialects.copy import BUILT, KernelOp
+from copyir.dialects.copy import KernelOp
 
 
 def parse_cpy(text: str, filename: str = "<input>") -> ModuleOp:
@@ -42,9 +42,7 @@ class StatementBuilder(DefinitionBuilder, TransferBuilder, BodyBuilder):
     (one method per statement of the grammar, in the modules it inherits)."""
 
     def module(self, tree: Tree) -> ModuleOp:
-        module = ModuleOp([self.kernel(k) for k in tree.children])
-        BUILT.add(module)
-        return module
+        return ModuleOp([self.kernel(k) for k in tree.children])
 
     def kernel(self, tree: Tree) -> KernelOp:
         _, name, *params, loc_tree, body = tree.children

@@ -18,7 +18,6 @@ from xdsl.ir import Dialect
 
 from .base import (
     ACTIONS,
-    BUILT,
     CopyOp,
     check_action,
     describe,
@@ -116,7 +115,6 @@ __all__ = [
     "ACTIONS",
     "BLOCKED",
     "BLOCK_KINDS",
-    "BUILT",
     "DESCRIPTOR",
     "DYNAMIC",
     "ELEMENT",

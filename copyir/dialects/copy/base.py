@@ -11,7 +11,6 @@ program, so that each view is folded once.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Attribute, SSAValue
@@ -29,11 +28,6 @@ if TYPE_CHECKING:
     from copyir.access import Accesses
 
 ACTIONS = ("start", "wait")
-
-BUILT: weakref.WeakSet = weakref.WeakSet()
-"""Modules whose ops copyir's builder made (the authoring syntax's parser):
-their operands, results and properties are well-formed by construction, so
-the verifier runs only each op's own `check`, not xDSL's generic one."""
 
 
 class CopyOp(IRDLOperation):
