@@ -19,6 +19,7 @@ from xdsl.ir import Dialect
 from .base import (
     ACTIONS,
     CopyOp,
+    DmaAction,
     check_action,
     describe,
     expect_ref,
@@ -137,6 +138,7 @@ __all__ = [
     "DescriptorType",
     "Direction",
     "DirectionAttr",
+    "DmaAction",
     "DmaOp",
     "ForOp",
     "IndexOp",

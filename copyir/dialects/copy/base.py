@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from copyir import errors
 from copyir.errors import CopyIRError, Note
@@ -27,7 +28,22 @@ from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
 if TYPE_CHECKING:
     from copyir.access import Accesses
 
-ACTIONS = ("start", "wait")
+
+class DmaAction(StrEnum):
+    """What a DMA op does with its copy, as Pallas' `_copy_start_or_wait`.
+
+    A closed vocabulary, but kept in a `StringAttr` in the IR: a program
+    that spells it otherwise (`"Start"`) must reach the verifier, and its
+    message must quote the user's word (UNKNOWN_ACTION), through every
+    form; an `EnumAttribute` in a declarative format rejects it while
+    parsing the MLIR form instead.
+    """
+
+    START = "start"
+    WAIT = "wait"
+
+
+ACTIONS = tuple(DmaAction)
 
 
 class CopyOp(IRDLOperation):
@@ -117,9 +133,11 @@ def expect_semaphore(op: str, role: str, value: SSAValue) -> None:
     )
 
 
-def check_action(action: str) -> None:
+def check_action(action: str) -> DmaAction:
+    """The action a word names, or UNKNOWN_ACTION quoting the word."""
     if action not in ACTIONS:
         raise CopyIRError(errors.UNKNOWN_ACTION.format(action=action))
+    return DmaAction(action)
 
 
 def check_dma_types(src: RefType, dst: RefType) -> None:

@@ -33,6 +33,7 @@ from copyir.errors import CopyIRError, Note
 
 from .base import (
     CopyOp,
+    DmaAction,
     check_action,
     check_dma_types,
     check_ends,
@@ -73,7 +74,7 @@ class StartOrWaitOp(CopyOp):
 
     @property
     def is_start(self) -> bool:
-        return self.action.data == "start"
+        return self.action.data == DmaAction.START
 
     @property
     def priority_value(self) -> int:

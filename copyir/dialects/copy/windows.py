@@ -43,7 +43,9 @@ from copyir.attributes import i64_array, segment_sizes
 from copyir.errors import CopyIRError
 
 from .base import (
+    ACTIONS,
     CopyOp,
+    DmaAction,
     check_action,
     describe,
     describe_type,
@@ -278,9 +280,13 @@ class BufferedCopyOp(CopyOp):
         return slot_of(self.dynamic_slot, self.slot)
 
     @property
-    def action_value(self) -> str | None:
-        """`start` or `wait` for an asynchronous copy; None for a synchronous one."""
-        return None if self.action is None else self.action.data
+    def action_value(self) -> DmaAction | str | None:
+        """`start` or `wait` for an asynchronous copy (the user's word if it
+        is neither); None for a synchronous one."""
+        if self.action is None:
+            return None
+        word = self.action.data
+        return DmaAction(word) if word in ACTIONS else word
 
     @property
     def block_indices(self) -> tuple[int | SSAValue, ...] | None:
