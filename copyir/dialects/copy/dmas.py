@@ -63,6 +63,16 @@ class StartOrWaitOp(CopyOp):
 
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
+    def __init__(
+        self, action: str, operands: Sequence[SSAValue], add: bool, priority: int
+    ):
+        """The builders' common part: the action checked eagerly."""
+        check_action(action)
+        super().__init__(
+            operands=operands,
+            properties=self.option_properties(action, add, priority),
+        )
+
     @staticmethod
     def option_properties(action: str, add: bool, priority: int) -> dict:
         properties: dict[str, Attribute] = {"action": StringAttr(action)}
@@ -121,11 +131,7 @@ class DmaOp(StartOrWaitOp):
         add: bool = False,
         priority: int = 0,
     ):
-        check_action(action)
-        super().__init__(
-            operands=[src, dst, sem],
-            properties=self.option_properties(action, add, priority),
-        )
+        super().__init__(action, [src, dst, sem], add, priority)
 
     def written(self) -> tuple[SSAValue, ...]:
         return (self.dst,)
@@ -197,18 +203,9 @@ class AsyncDmaOp(StartOrWaitOp):
     )
 
     def __init__(
-        self,
-        action: str,
-        descriptor: SSAValue,
-        *,
-        add: bool = False,
-        priority: int = 0,
+        self, action: str, descriptor: SSAValue, *, add: bool = False, priority: int = 0
     ):
-        check_action(action)
-        super().__init__(
-            operands=[descriptor],
-            properties=self.option_properties(action, add, priority),
-        )
+        super().__init__(action, [descriptor], add, priority)
 
     def check(self) -> None:
         self.check_options()
@@ -231,9 +228,8 @@ class SyncCopyOp(CopyOp):
     dst_tree = prop_def(StringAttr)
     add = opt_prop_def(UnitAttr)
 
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def written(self) -> tuple[SSAValue, ...]:
         return tuple(self.dsts)
