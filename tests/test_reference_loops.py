@@ -82,7 +82,7 @@ def double_buffer(n: int) -> str:
   %out = copy.semaphore : !copy.sem_array<2>
   %x0 = copy.view %x[0:8, 0:128] : {x}
   %b0 = copy.view %buf[0] : {buf}
-  %s0 = copy.sem_index %sems[0] : !copy.sem_array<2>
+  %s0 = copy.sem_index %sems[0] : !copy.sem_array<2> -> !copy.sem
   copy.dma "start" %x0, %b0, %s0 : {blk}, {w}, !copy.sem
   copy.for %i in range(0, {n}) {{
     %slot = copy.index affine_map<(d0) -> (d0 mod 2)>(%i)
@@ -91,17 +91,17 @@ def double_buffer(n: int) -> str:
       %nslot = copy.index affine_map<(d0) -> ((d0 + 1) mod 2)>(%i)
       %nx = copy.view %x[ds(%next, 8), 0:128] : {x}
       %nb = copy.view %buf[%nslot] : {buf}
-      %ns = copy.sem_index %sems[%nslot] : !copy.sem_array<2>
+      %ns = copy.sem_index %sems[%nslot] : !copy.sem_array<2> -> !copy.sem
       copy.dma "start" %nx, %nb, %ns : {blk}, {w}, !copy.sem
     }}
     %row = copy.index affine_map<(d0) -> (d0 * 8)>(%i)
     %xv = copy.view %x[ds(%row, 8), 0:128] : {x}
     %bv = copy.view %buf[%slot] : {buf}
-    %s = copy.sem_index %sems[%slot] : !copy.sem_array<2>
+    %s = copy.sem_index %sems[%slot] : !copy.sem_array<2> -> !copy.sem
     %c = copy.async_copy %xv, %bv, %s : {blk}, {w}, !copy.sem
     copy.async_dma "wait" %c
     %yv = copy.view %y[ds(%row, 8), 0:128] : {x}
-    %o = copy.sem_index %out[%slot] : !copy.sem_array<2>
+    %o = copy.sem_index %out[%slot] : !copy.sem_array<2> -> !copy.sem
     copy.dma "start" %bv, %yv, %o : {w}, {blk}, !copy.sem
     copy.dma "wait" %bv, %yv, %o : {w}, {blk}, !copy.sem
   }}
@@ -320,7 +320,7 @@ def test_async_window_copies_move_every_ragged_block():
   %sems = copy.semaphore : !copy.sem_array<2>
   copy.for %i, %j in grid(3, 3) {{
     %slot = copy.index affine_map<(d0, d1) -> ((d0 * 3 + d1) mod 2)>(%i, %j)
-    %s = copy.sem_index %sems[%slot] : !copy.sem_array<2>
+    %s = copy.sem_index %sems[%slot] : !copy.sem_array<2> -> !copy.sem
     copy.buffered_copy "start" %x -> %bx[%i, %j] slot %slot sem %s : {x} -> {WINDOWED}, !copy.sem
     copy.buffered_copy "wait" %x -> %bx[%i, %j] slot %slot sem %s : {x} -> {WINDOWED}, !copy.sem
     copy.buffered_copy %bx[%i, %j] -> %y slot %slot : {WINDOWED} -> {x}
@@ -605,7 +605,7 @@ def test_a_semaphore_index_out_of_range_is_an_error_at_its_iteration():
     text = f"""copy.kernel @k(%x: {x}, %y: {x}) {{
   %sems = copy.semaphore : !copy.sem_array<2>
   copy.for %i in range(0, 3) {{
-    %s = copy.sem_index %sems[%i] : !copy.sem_array<2>
+    %s = copy.sem_index %sems[%i] : !copy.sem_array<2> -> !copy.sem
     copy.dma "start" %x, %y, %s : {x}, {x}, !copy.sem
     copy.dma "wait" %x, %y, %s : {x}, {x}, !copy.sem
   }}

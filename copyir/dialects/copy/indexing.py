@@ -16,10 +16,20 @@ from typing import ClassVar
 from xdsl.dialects.builtin import IndexType
 from xdsl.dialects.utils import print_dynamic_index_list
 from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 
 from copyir import errors
+from copyir.attributes import i64_array
 from copyir.errors import CopyIRError
 
 from .base import CopyOp, describe, describe_type
@@ -76,6 +86,30 @@ def resolve_indices(
     parser: Parser, dynamic: Sequence[UnresolvedOperand]
 ) -> list[SSAValue]:
     return [parser.resolve_operand(d, IndexType()) for d in dynamic]
+
+
+@irdl_custom_directive
+class IndexList(CustomDirective):
+    """`[7, %i]` in a declarative format: the static list (with `DYNAMIC`
+    where a value stands) and the values, as xDSL's `DynamicIndexList`, but
+    with 64-bit integers checked as every integer property's."""
+
+    dynamic: VariadicOperandVariable
+    static: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        dynamic: list[UnresolvedOperand] = []
+        static = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_index(parser, dynamic)
+        )
+        self.dynamic.set(state, dynamic)
+        self.static.set(state, i64_array(tuple(static)))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        static = self.static.get(op)
+        print_index_list(printer, static.get_values(), self.dynamic.get(op))
 
 
 def subscript_text(offset: Index | None, size: int, dropped: bool) -> str:
@@ -135,10 +169,10 @@ def check_subscript(
 
 
 class IndexedOp(CopyOp):
-    """An op that picks part of its `source` with a mixed index list:
-    `%r = copy.<op> %source[...] : <source type>`. A subclass says where its
-    list is (`static_starts`, `dynamic_starts`), how to read one entry and
-    what result type a list gives."""
+    """An op that picks part of its `source` with a mixed index list,
+    `%r = copy.<op> %source[...]`: a view, a semaphore index. A subclass
+    says where its list is (`static_starts`, `dynamic_starts`) and what
+    each entry picks (`subscripts`); the texts and checks are shared."""
 
     DYNAMIC_WORD: ClassVar[str] = "indices"
     """What the messages call the list's entries (`offsets` for a view)."""
@@ -154,14 +188,6 @@ class IndexedOp(CopyOp):
         raise NotImplementedError
 
     def subscripts(self) -> list[Subscript]:
-        raise NotImplementedError
-
-    @classmethod
-    def parse_entry(cls, parser: Parser, dynamic: list[UnresolvedOperand]):
-        raise NotImplementedError
-
-    @classmethod
-    def from_parsed(cls, source: SSAValue, dynamic: list[SSAValue], entries: list):
         raise NotImplementedError
 
     def starts(self) -> list[Index]:
@@ -214,38 +240,3 @@ class IndexedOp(CopyOp):
         check_subscript(
             describe(self.source), self.expression(), dim, extent, offset, size, dropped
         )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> IndexedOp:
-        source = parser.parse_unresolved_operand()
-        dynamic: list[UnresolvedOperand] = []
-        entries = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: cls.parse_entry(parser, dynamic)
-        )
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        return cls.from_parsed(
-            parser.resolve_operand(source, source_type),
-            resolve_indices(parser, dynamic),
-            entries,
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string("[")
-        for k, (start, (_, size, dropped)) in enumerate(
-            zip(self.starts(), self.subscripts(), strict=True)
-        ):
-            if k:
-                printer.print_string(", ")
-            if isinstance(start, SSAValue) and not dropped:
-                printer.print_string("ds(")
-                printer.print_operand(start)
-                printer.print_string(f", {size})")
-            elif isinstance(start, SSAValue):
-                printer.print_operand(start)
-            else:
-                printer.print_string(subscript_text(start, size, dropped))
-        printer.print_string("] : ")
-        printer.print_attribute(self.source.type)

@@ -17,7 +17,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     IsolatedFromAbove,
@@ -34,7 +34,13 @@ from copyir.locations import loc_of
 from copyir.machine import MAX_SEMAPHORES
 
 from .base import CopyOp, describe, expect_ref, set_name
-from .indexing import IndexedOp, parse_index, parse_subscript
+from .indexing import (
+    IndexedOp,
+    IndexList,
+    parse_subscript,
+    resolve_indices,
+    subscript_text,
+)
 from .types import (
     DYNAMIC,
     SEMAPHORE,
@@ -331,36 +337,67 @@ class ViewOp(IndexedOp):
         )
 
     @classmethod
-    def parse_entry(cls, parser: Parser, dynamic: list) -> Subscript:
-        return parse_subscript(parser, dynamic)
-
-    @classmethod
-    def from_parsed(
-        cls, source: SSAValue, dynamic: list[SSAValue], entries: list
-    ) -> ViewOp:
-        return cls.build(
-            operands=[source, dynamic],
-            properties=cls.subscript_properties(entries),
-            result_types=[view_result_type(source.type, entries)],
+    def parse(cls, parser: Parser) -> ViewOp:
+        source = parser.parse_unresolved_operand()
+        dynamic: list[UnresolvedOperand] = []
+        subscripts = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_subscript(parser, dynamic)
         )
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        return cls.build(
+            operands=[
+                parser.resolve_operand(source, source_type),
+                resolve_indices(parser, dynamic),
+            ],
+            properties=cls.subscript_properties(subscripts),
+            result_types=[view_result_type(source_type, subscripts)],
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string("[")
+        for k, (start, (_, size, dropped)) in enumerate(
+            zip(self.starts(), self.subscripts(), strict=True)
+        ):
+            if k:
+                printer.print_string(", ")
+            if isinstance(start, SSAValue) and not dropped:
+                printer.print_string("ds(")
+                printer.print_operand(start)
+                printer.print_string(f", {size})")
+            elif isinstance(start, SSAValue):
+                printer.print_operand(start)
+            else:
+                printer.print_string(subscript_text(start, size, dropped))
+        printer.print_string("] : ")
+        printer.print_attribute(self.source.type)
 
 
 @irdl_op_definition
 class SemIndexOp(IndexedOp):
-    """One semaphore of an array: `%s = copy.sem_index %sems[1] : !copy.sem_array<2>`.
+    """One semaphore of an array: `%s = copy.sem_index %sems[1] :
+    !copy.sem_array<2> -> !copy.sem`.
 
     Indexing fewer dimensions than the array has gives a smaller array; an
-    index may be an index value (`%sems[%slot]`).
+    index may be an index value (`%sems[%slot]`). The source may be a single
+    semaphore, so that indexing one reaches the verifier's TOO_MANY_INDICES.
     """
 
     name = "copy.sem_index"
 
-    source = operand_def(SemaphoreArrayType)
+    source = operand_def(SemaphoreType | SemaphoreArrayType)
     dynamic_indices = var_operand_def(IndexType)
     indices = prop_def(DenseArrayBase[I64])
     result = result_def(SemaphoreType | SemaphoreArrayType)
 
     traits = traits_def(Pure())
+    custom_directives = (IndexList,)
+    assembly_format = (
+        "$source `` custom<IndexList>($dynamic_indices, $indices) attr-dict "
+        "`:` type($source) `->` type($result)"
+    )
 
     def __init__(
         self,
@@ -395,20 +432,6 @@ class SemIndexOp(IndexedOp):
                 self.subscript_error(dim, shape[dim], index, 1, True)
         expected = sem_index_result_type(type, len(indices))
         self.check_result(self.result.type == expected, expected)
-
-    @classmethod
-    def parse_entry(cls, parser: Parser, dynamic: list) -> int:
-        return parse_index(parser, dynamic)
-
-    @classmethod
-    def from_parsed(
-        cls, source: SSAValue, dynamic: list[SSAValue], entries: list
-    ) -> SemIndexOp:
-        return cls.build(
-            operands=[source, dynamic],
-            properties={"indices": i64_array(tuple(entries))},
-            result_types=[sem_index_result_type(source.type, len(entries))],
-        )
 
 
 @irdl_op_definition

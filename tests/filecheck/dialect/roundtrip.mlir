@@ -15,8 +15,8 @@ copy.kernel @all_ops(%x : !copy.ref<64x128xf32, hbm>, %y : !copy.ref<64x128xf32,
   %s = copy.semaphore : !copy.sem loc("orig.cpy":3:5)
   // CHECK-NEXT: %sems = copy.semaphore : !copy.sem_array<2x3>
   %sems = copy.semaphore : !copy.sem_array<2x3>
-  // CHECK-NEXT: %s12 = copy.sem_index %sems[1, 2] : !copy.sem_array<2x3>
-  %s12 = copy.sem_index %sems[1, 2] : !copy.sem_array<2x3>
+  // CHECK-NEXT: %s12 = copy.sem_index %sems[1, 2] : !copy.sem_array<2x3> -> !copy.sem
+  %s12 = copy.sem_index %sems[1, 2] : !copy.sem_array<2x3> -> !copy.sem
   // CHECK-NEXT: %top = copy.view %x[0:32, 5] : !copy.ref<64x128xf32, hbm>
   %top = copy.view %x[0:32, 5] : !copy.ref<64x128xf32, hbm>
   // CHECK-NEXT: %dst = copy.view %buf[0:32, 7] : !copy.ref<64x128xf32, vmem>

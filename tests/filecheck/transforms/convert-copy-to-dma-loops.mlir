@@ -30,7 +30,7 @@ copy.kernel @stream(%x: !copy.ref<128x128xf32, hbm>, %y: !copy.ref<128x128xf32, 
   %out = copy.semaphore : !copy.sem_array<2>
   %first = copy.view %x[0:8, 0:128] : !copy.ref<128x128xf32, hbm>
   %slot0 = copy.view %buf[0] : !copy.ref<2x8x128xf32, vmem>
-  %s0 = copy.sem_index %sems[0] : !copy.sem_array<2>
+  %s0 = copy.sem_index %sems[0] : !copy.sem_array<2> -> !copy.sem
   copy.dma "start" %first, %slot0, %s0 : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
   copy.for %i in range(0, 16) {
     %slot = copy.index affine_map<(d0) -> (d0 mod 2)>(%i)
@@ -40,17 +40,17 @@ copy.kernel @stream(%x: !copy.ref<128x128xf32, hbm>, %y: !copy.ref<128x128xf32, 
     copy.when [affine_set<(d0) : (14 - d0 >= 0)>](%i) {
       %src = copy.view %x[ds(%nrow, 8), 0:128] : !copy.ref<128x128xf32, hbm>
       %dst = copy.view %buf[%next] : !copy.ref<2x8x128xf32, vmem>
-      %s = copy.sem_index %sems[%next] : !copy.sem_array<2>
+      %s = copy.sem_index %sems[%next] : !copy.sem_array<2> -> !copy.sem
       copy.dma "start" %src, %dst, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
     }
     %v = copy.view %x[ds(%row, 8), 0:128] : !copy.ref<128x128xf32, hbm>
     %w = copy.view %buf[%slot] : !copy.ref<2x8x128xf32, vmem>
-    %s = copy.sem_index %sems[%slot] : !copy.sem_array<2>
+    %s = copy.sem_index %sems[%slot] : !copy.sem_array<2> -> !copy.sem
     %c = copy.async_copy %v, %w, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
     copy.async_dma "wait" %c
     copy.compute %res = "(add (mul 2.0 $0) 1.0)" (%w) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>
     %yv = copy.view %y[ds(%row, 8), 0:128] : !copy.ref<128x128xf32, hbm>
-    %o = copy.sem_index %out[%slot] : !copy.sem_array<2>
+    %o = copy.sem_index %out[%slot] : !copy.sem_array<2> -> !copy.sem
     %back = copy.async_copy %res, %yv, %o : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, hbm>, !copy.sem
     copy.async_dma "start" %back
     copy.async_dma "wait" %back
