@@ -48,12 +48,6 @@ def mixed(static: Sequence[int], dynamic: Sequence[SSAValue]) -> list[Index | No
     return [next(values, None) if i == DYNAMIC else i for i in static]
 
 
-def split(indices: Sequence[Index]) -> tuple[list[int], list[SSAValue]]:
-    """The static list (`DYNAMIC` for each value) and the values in order."""
-    static = [DYNAMIC if isinstance(i, SSAValue) else i for i in indices]
-    return static, [i for i in indices if isinstance(i, SSAValue)]
-
-
 def index_text(index: Index) -> str:
     return describe(index) if isinstance(index, SSAValue) else str(index)
 

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
+from xdsl.dialects.utils import split_dynamic_index_list
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -59,7 +60,6 @@ from .indexing import (
     parse_optional_index_list,
     print_index_list,
     resolve_indices,
-    split,
 )
 from .types import (
     DYNAMIC,
@@ -220,7 +220,7 @@ class BufferedCopyOp(CopyOp):
         if action is not None:
             check_action(action)
         on_src = isinstance(src.type, BufferedRefType)
-        static, dynamic = split(indices or ())
+        static, dynamic = split_dynamic_index_list(indices or (), DYNAMIC)
         static = None if indices is None else static
         properties = self.index_properties(
             static if on_src else None,
