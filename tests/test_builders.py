@@ -5,7 +5,7 @@ the authoring syntax. The Pallas frontend and the passes build IR this way."""
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects.builtin import ModuleOp, f32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, f32
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -15,7 +15,7 @@ from xdsl.ir.affine import (
 )
 
 import copyir
-from copyir import pytree
+from copyir import errors, pytree
 from copyir.dialects.copy import (
     BLOCKED,
     DYNAMIC,
@@ -208,3 +208,37 @@ def test_a_builder_checks_eagerly():
     k = KernelOp("k", [("x", hbm(8))])
     with pytest.raises(ValueError, match="Unknown action: go"):
         DmaOp("go", k.params[0], k.params[0], SemaphoreOp().result)
+
+
+def test_a_declared_type_keeps_its_documented_message():
+    """`operand_def(RefType)` fails first, but the message a user gets is
+    the documented one that names the value (`verify_all`)."""
+    text = """copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %b = copy.alloc : !copy.ref<8x128xf32, vmem>
+  %s = copy.semaphore : !copy.sem
+  copy.compute %b = "(add $0 1.0)" (%s) : !copy.ref<8x128xf32, vmem>, !copy.sem
+}
+"""
+    with pytest.raises(copyir.CopyIRError) as caught:
+        copyir.verify(copyir.parse(text, filename="t.mlir"))
+    assert str(caught.value) == errors.EXPECTED_REF.format(
+        op="a computation", role="input", name="s", type="a semaphore"
+    )
+    assert (caught.value.loc.line, caught.value.loc.col) == (4, 3)
+
+
+def test_a_parsed_module_changed_afterwards_gets_the_generic_checks():
+    """No module skips xDSL's own verification, not even one the authoring
+    syntax's parser made: a pass (here, a hand) may have changed it."""
+    module = copyir.parse(kernel_text("copy_start x[0:4] -> b, s"))
+    view = next(op for op in module.walk() if isinstance(op, ViewOp))
+    view.properties["sizes"] = StringAttr("4")
+    with pytest.raises(copyir.CopyIRError, match="should be of base attribute"):
+        copyir.verify(module)
+
+
+def kernel_text(statement: str) -> str:
+    return (
+        "kernel k(x: f32[8, 128] @hbm) {\n  b = alloc f32[4, 128] @vmem\n"
+        f"  s = semaphore\n  {statement}\n}}\n"
+    )

@@ -100,7 +100,7 @@ class Slot(CustomDirective):
     static: AttributeVariable
 
     def parse(self, parser: Parser, state: ParsingState) -> bool:
-        static, operand = parse_optional_slot(parser)
+        static, operand = parse_slot(parser)
         self.dynamic.set(state, operand)
         if operand is None:
             self.static.set(state, IntegerAttr(static, i64))
@@ -111,7 +111,7 @@ class Slot(CustomDirective):
         print_slot(printer, slot_of(self.dynamic.get(op), self.static.get(op)))
 
 
-def parse_optional_slot(parser: Parser) -> tuple[int, UnresolvedOperand | None]:
+def parse_slot(parser: Parser) -> tuple[int, UnresolvedOperand | None]:
     """`7` or `%s`: a static slot (0 when it is a value) and the value."""
     operand = parser.parse_optional_unresolved_operand()
     return (0 if operand is not None else parse_i64(parser)), operand
@@ -366,7 +366,7 @@ class BufferedCopyOp(CopyOp):
         dst_indices = parse_optional_index_list(parser, dynamic)
         slot, slot_operand = 0, None
         if parser.parse_optional_keyword("slot") is not None:
-            slot, slot_operand = parse_optional_slot(parser)
+            slot, slot_operand = parse_slot(parser)
         sem = None
         if parser.parse_optional_keyword("sem") is not None:
             sem = parser.parse_unresolved_operand()
