@@ -11,11 +11,14 @@ program, so that each view is folded once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Attribute, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import IRDLOperation
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -85,6 +88,46 @@ class CopyOp(IRDLOperation):
         """How messages spell this op's result when the user named it not:
         a view's expression (`x[0:8]`), an index expression (`8 * i + 8`)."""
         return None
+
+
+def parse_operands(parser: Parser) -> list[UnresolvedOperand]:
+    """`%a, %b, %c`."""
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.NONE, parser.parse_unresolved_operand
+    )
+
+
+def create_typed(
+    cls: type[CopyOp],
+    parser: Parser,
+    operands: Sequence[UnresolvedOperand],
+    properties: dict[str, Attribute],
+    result_types: Sequence[Attribute] = (),
+) -> CopyOp:
+    """The op, from the rest of `%a, %b <options> attr-dict : !ta, !tb`.
+
+    The types are taken as written and only the verifier checks them
+    against the declaration, so that a program with a semaphore where a ref
+    belongs reaches its documented message through the MLIR form (a
+    declarative format would reject it while parsing).
+    """
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    return cls.create(
+        operands=parser.resolve_operands(operands, types, pos),
+        properties=properties,
+        attributes=attributes,
+        result_types=result_types,
+    )
+
+
+def print_attributes_and_types(printer: Printer, op: CopyOp) -> None:
+    """` attr-dict : !ta, !tb`, one type per operand."""
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_list([o.type for o in op.operands], printer.print_attribute)
 
 
 def set_name(value: SSAValue, name: str | None) -> None:

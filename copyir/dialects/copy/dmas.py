@@ -39,14 +39,17 @@ from .base import (
     check_ends,
     check_no_overlap,
     check_start_options,
+    create_typed,
     describe,
     expect_descriptor,
     expect_ref,
+    parse_operands,
+    print_attributes_and_types,
     same_ref_type,
     set_name,
     types_note,
 )
-from .types import DescriptorType, RefType
+from .types import DescriptorType, RefType, SemaphoreType, parse_i64
 
 if TYPE_CHECKING:
     from copyir.access import Accesses
@@ -108,18 +111,9 @@ class DmaOp(StartOrWaitOp):
 
     name = "copy.dma"
 
-    # Untyped on purpose: a declarative format checks declared operand types
-    # while it parses, and an invalid program (a semaphore as a DMA's
-    # source) must reach the verifier and its documented message through
-    # the MLIR form too.
-    src = operand_def()
-    dst = operand_def()
-    sem = operand_def()
-
-    assembly_format = (
-        "$action $src `,` $dst `,` $sem (`add` $add^)? (`priority` $priority^)? "
-        "attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
-    )
+    src = operand_def(RefType)
+    dst = operand_def(RefType)
+    sem = operand_def(SemaphoreType)
 
     def __init__(
         self,
@@ -152,6 +146,29 @@ class DmaOp(StartOrWaitOp):
         if self.is_start:
             check_no_overlap(self.src, self.dst, accesses)
 
+    @classmethod
+    def parse(cls, parser: Parser) -> DmaOp:
+        properties: dict[str, Attribute] = {
+            "action": StringAttr(parser.parse_str_literal())
+        }
+        operands = parse_operands(parser)
+        if parser.parse_optional_keyword("add") is not None:
+            properties["add"] = UnitAttr()
+        if parser.parse_optional_keyword("priority") is not None:
+            properties["priority"] = IntegerAttr(parse_i64(parser), i64)
+        return create_typed(cls, parser, operands, properties)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.action.data)
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        if self.add is not None:
+            printer.print_string(" add")
+        if self.priority is not None:
+            printer.print_string(f" priority {self.priority_value}")
+        print_attributes_and_types(printer, self)
+
 
 @irdl_op_definition
 class AsyncCopyOp(CopyOp):
@@ -162,15 +179,10 @@ class AsyncCopyOp(CopyOp):
 
     name = "copy.async_copy"
 
-    # Untyped on purpose, as `copy.dma`'s operands.
-    src = operand_def()
-    dst = operand_def()
-    sem = operand_def()
+    src = operand_def(RefType)
+    dst = operand_def(RefType)
+    sem = operand_def(SemaphoreType)
     result = result_def(DescriptorType)
-
-    assembly_format = (
-        "$src `,` $dst `,` $sem attr-dict `:` type($src) `,` type($dst) `,` type($sem)"
-    )
 
     def __init__(
         self, src: SSAValue, dst: SSAValue, sem: SSAValue, name: str | None = None
@@ -187,6 +199,16 @@ class AsyncCopyOp(CopyOp):
 
     def verify_accesses(self, accesses: Accesses) -> None:
         check_no_overlap(self.src, self.dst, accesses)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AsyncCopyOp:
+        operands = parse_operands(parser)
+        return create_typed(cls, parser, operands, {}, [DescriptorType()])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        print_attributes_and_types(printer, self)
 
 
 @irdl_op_definition

@@ -33,7 +33,14 @@ from copyir.errors import CopyIRError
 from copyir.locations import loc_of
 from copyir.machine import MAX_SEMAPHORES
 
-from .base import CopyOp, describe, expect_ref, set_name
+from .base import (
+    CopyOp,
+    create_typed,
+    describe,
+    expect_ref,
+    print_attributes_and_types,
+    set_name,
+)
 from .indexing import (
     IndexedOp,
     IndexList,
@@ -445,17 +452,24 @@ class InvalidateOp(CopyOp):
 
     name = "copy.invalidate"
 
-    ref = operand_def()  # untyped on purpose, as `copy.dma`'s operands
+    ref = operand_def(RefType)
 
     traits = traits_def(MemoryWriteEffect())
 
     def __init__(self, ref: SSAValue):
         super().__init__(operands=[ref])
 
-    assembly_format = "$ref attr-dict `:` type($ref)"
-
     def written(self) -> tuple[SSAValue, ...]:
         return (self.ref,)
 
     def check(self) -> None:
         expect_ref("invalidate", "ref", self.ref)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InvalidateOp:
+        return create_typed(cls, parser, [parser.parse_unresolved_operand()], {})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.ref)
+        print_attributes_and_types(printer, self)
