@@ -49,7 +49,7 @@ from copyir.index import evaluate, grid_points
 
 
 @dataclass(frozen=True)
-class Operand:
+class PipelineOperand:
     """One operand's part of the schedule.
 
     `follows` is the innermost sequential grid dimension whose change moves
@@ -79,7 +79,7 @@ class Schedule:
     grid: tuple[int, ...]
     parallel: int
     """How many leading grid dimensions are parallel."""
-    operands: list[Operand]
+    operands: list[PipelineOperand]
 
     @property
     def sequential(self) -> tuple[int, ...]:
@@ -121,7 +121,7 @@ class Schedule:
             )  # the outermost needs no mod
         return point
 
-    def counter(self, operand: Operand, point: list[AffineExpr]) -> AffineExpr:
+    def counter(self, operand: PipelineOperand, point: list[AffineExpr]) -> AffineExpr:
         """The operand's count of changes before the point (its slot is this
         modulo its buffer count)."""
         if operand.follows is None:
@@ -129,7 +129,7 @@ class Schedule:
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
 
-    def counter_at_step(self, operand: Operand, offset: int) -> AffineExpr:
+    def counter_at_step(self, operand: PipelineOperand, offset: int) -> AffineExpr:
         """The counter at the point `offset` steps from the current one, in
         the simplest form: the step number divided by the steps the block
         stays put (equal to `counter` at `at_step(offset)` there)."""
@@ -143,7 +143,7 @@ class Schedule:
         return step // stays if stays > 1 else step
 
     def changes(
-        self, operand: Operand, point: list[AffineExpr]
+        self, operand: PipelineOperand, point: list[AffineExpr]
     ) -> list[AffineConstraintExpr]:
         """Constraints (all `== 0`) that hold where the operand's block
         changes at the point."""
@@ -159,7 +159,9 @@ class Schedule:
             for d in after
         ]
 
-    def block(self, operand: Operand, point: list[AffineExpr]) -> list[AffineExpr]:
+    def block(
+        self, operand: PipelineOperand, point: list[AffineExpr]
+    ) -> list[AffineExpr]:
         return [
             r.replace_dims_and_symbols(point, []) for r in operand.index_map.results
         ]
@@ -210,7 +212,7 @@ def analyse(op: PipelineOp) -> Schedule:
         follows = _follows(ref, grid, parallel, points, changed, first)
         trivial = bref.is_trivial_windowing
         operands.append(
-            Operand(ref, output, number, bref, affine_map, follows, trivial)
+            PipelineOperand(ref, output, number, bref, affine_map, follows, trivial)
         )
     return Schedule(grid, parallel, operands)
 

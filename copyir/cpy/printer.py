@@ -26,7 +26,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from copyir import compute
 from copyir.attributes import int_values
 from copyir.compute import Apply, Operand
-from copyir.cpy.keywords import KEYWORDS
+from copyir.cpy.keywords import AUGMENTED, KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
     OUT,
@@ -61,7 +61,6 @@ from copyir.locations import detail_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INLINE = (ViewOp, SemIndexOp, IndexOp)
-_AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 
 
 def print_cpy(module: ModuleOp, debuginfo: bool = False) -> str:
@@ -544,7 +543,7 @@ class _KernelPrinter:
         augmented = _augmented(op, expression)
         if augmented is not None:
             rhs = compute.format_infix(expression.args[1], names)
-            return f"{dst} {_AUGMENTED[augmented]} {rhs}"
+            return f"{dst} {AUGMENTED[augmented]} {rhs}"
         if dst == self.names.get(op.dst):
             dst += "[...]"
         return f"{dst} = {compute.format_infix(expression, names)}"
@@ -638,7 +637,7 @@ def _augmented(op: ComputeOp, expression) -> str | None:
     first input is its destination, and it applies `op` to that and a rest."""
     if (
         isinstance(expression, Apply)
-        and expression.operation in _AUGMENTED
+        and expression.operation in AUGMENTED
         and expression.args[0] == Operand(0)
         and op.inputs
         and op.inputs[0] is op.dst
