@@ -35,7 +35,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors, limits
-from copyir.access import Access, Accesses
+from copyir.access import Accesses
 from copyir.dialects.copy import (
     BUILT,
     ELEMENT,
@@ -531,7 +531,7 @@ def _check_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses, domain: Dom
         return  # verify_accesses decided it
 
     def bad(dims):
-        return _boxes_meet(first, second, dims)
+        return first.meets(second, lambda bound: _at(bound, dims))
 
     point = domain.first(bad)
     if point is not None:
@@ -542,15 +542,6 @@ def _check_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses, domain: Dom
             )
 
         _fail_at(domain, point, static)
-
-
-def _boxes_meet(a: Access, b: Access, dims) -> np.ndarray:
-    meet = np.ones(1, bool)
-    for (lo1, hi1), (lo2, hi2) in zip(a.box, b.box, strict=True):
-        meet = (
-            meet & (_at(lo1, dims) < _at(hi2, dims)) & (_at(lo2, dims) < _at(hi1, dims))
-        )
-    return meet
 
 
 def _check_capacity(op: Operation, target: Target) -> None:
