@@ -35,8 +35,9 @@ class Note:
     loc: Loc | None = None
 
 
-class CopyIRError(ValueError):
-    """A user-facing error: `str(err)` is exactly the message."""
+class Located:
+    """A message at a location, with notes: what an error and a warning
+    share. `str()` is exactly the message."""
 
     def __init__(
         self, message: str, loc: Loc | None = None, notes: tuple[Note, ...] = ()
@@ -48,6 +49,10 @@ class CopyIRError(ValueError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class CopyIRError(Located, ValueError):
+    """A user-facing error: `str(err)` is exactly the message."""
 
     def at(self, loc: Loc | None) -> CopyIRError:
         """Give the error a location if it has none yet; returns self."""
@@ -69,7 +74,7 @@ class InternalError(Exception):
     not a `CopyIRError` (the command line exits 3 and asks for a report)."""
 
 
-class CopyIRWarning(UserWarning):
+class CopyIRWarning(Located, UserWarning):
     """A located diagnostic that does not stop the command.
 
     Raised through Python's `warnings` module (`warnings.warn(CopyIRWarning(
@@ -77,17 +82,6 @@ class CopyIRWarning(UserWarning):
     command line prints it as `file:line:col: warning: message`, and
     `--verify-diagnostics` matches it against `expected-warning` comments.
     """
-
-    def __init__(
-        self, message: str, loc: Loc | None = None, notes: tuple[Note, ...] = ()
-    ):
-        super().__init__(message)
-        self.message = message
-        self.loc = loc
-        self.notes = tuple(notes)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 # Verbatim from Pallas (jax/_src/pallas/mosaic/helpers.py, pipeline.py).
