@@ -342,7 +342,7 @@ class _Unit:
 def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
     """Every program of the named files, all read before any work starts."""
     from copyir.expectations import split_chunks
-    from copyir.files import decode, detect_format, read_bytes
+    from copyir.files import decode_utf8, detect_format, read_bytes
 
     units = []
     for data, name in [read_bytes(path) for path in paths]:
@@ -351,7 +351,7 @@ def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
             units.append(_Unit(name, format, data=data))
             continue
         try:
-            text = decode(data, name)
+            text = decode_utf8(data, name)
         except CopyIRError as err:
             units.append(_Unit(name, format, error=err))
             continue
@@ -462,7 +462,7 @@ def _verify(args: argparse.Namespace) -> int:
     if args.output and len(args.files) > 1:
         raise InvocationError(errors.ONE_INPUT_FOR_OUTPUT)
     _check_target(args.target)
-    _check_output(args, args.output)
+    _check_output_path(args, args.output)
     units = _units(args, args.files)
 
     def work(unit: _Unit) -> str:
@@ -491,7 +491,7 @@ def _opt(args: argparse.Namespace) -> int:
 
     _check_target(args.target)
     passes = pipeline(args.passes, args.target)
-    _check_output(args, args.output, passes)
+    _check_output_path(args, args.output, passes)
     units = _units(args, [args.file])
 
     def observe(when: str, module_pass, ir) -> None:
@@ -540,7 +540,7 @@ def _lower(args: argparse.Namespace) -> int:
             errors.ONE_PROGRAM_FOR_OUTPUT.format(option="--format npz")
         )
     _check_target(args.target)
-    _check_output(args, args.output)
+    _check_output_path(args, args.output)
     units = _units(args, [args.file])
 
     def work(unit: _Unit):
@@ -569,7 +569,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.output and args.split_input_file:
         raise InvocationError(errors.ONE_PROGRAM_FOR_OUTPUT.format(option="--output"))
     _check_target(args.target)
-    _check_output(args, args.output)
+    _check_output_path(args, args.output)
     for path in args.source:
         text, name = read_source(path)
         args.sources[name] = text
@@ -669,7 +669,7 @@ def _check_target(name: str) -> None:
     get_target(name)
 
 
-def _check_output(args: argparse.Namespace, output: str | None, passes=()) -> None:
+def _check_output_path(args: argparse.Namespace, output: str | None, passes=()) -> None:
     """Before any work: the output can be written and is no file the
     command reads."""
     from copyir.files import check_not_input, check_output

@@ -12,7 +12,9 @@ and name nothing; the others name the values involved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,13 @@ class InternalError(Exception):
     """A bug in copyir that its own checks caught, such as a stream its
     lowering made that the validator refuses: never the user's mistake, so
     not a `CopyIRError` (the command line exits 3 and asks for a report)."""
+
+
+def format_tuple(items: Iterable) -> str:
+    """`(8, 3)`, `(4,)`: values as Python writes a tuple, in messages and in
+    printed programs (numpy integers as plain ones)."""
+    texts = [str(int(i)) if isinstance(i, Integral) else str(i) for i in items]
+    return f"({', '.join(texts)}{',' * (len(texts) == 1)})"
 
 
 class CopyIRWarning(Located, UserWarning):

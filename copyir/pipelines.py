@@ -44,7 +44,7 @@ from copyir.dialects.copy import (
     PipelineOp,
     describe,
 )
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, format_tuple
 from copyir.index import evaluate, grid_points
 
 
@@ -217,11 +217,6 @@ def analyse(op: PipelineOp) -> Schedule:
     return Schedule(grid, parallel, operands)
 
 
-def _tuple(values) -> str:
-    values = [int(v) for v in values]
-    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
-
-
 def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
     """Every block index inside the array's block grid, at every step."""
     for dim, (block, extent) in enumerate(
@@ -244,7 +239,7 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
                     bref=describe(ref),
                     extent=count,
                 )
-                + f", in iteration {_tuple(points[:, at])}"
+                + f", in iteration {format_tuple(points[:, at])}"
             )
 
 
@@ -274,11 +269,11 @@ def _check_revisit(number: int, blocks, points, first) -> None:
         start, before = runs[k], int(earlier[k])
         raise CopyIRError(
             errors.REVISITED.format(
-                block=_tuple(blocks[:, start]),
+                block=format_tuple(blocks[:, start]),
                 output=number,
-                iteration=_tuple(points[:, start]),
-                first=_tuple(points[:, runs[before]]),
-                last=_tuple(points[:, ends[before]]),
+                iteration=format_tuple(points[:, start]),
+                first=format_tuple(points[:, runs[before]]),
+                last=format_tuple(points[:, ends[before]]),
             )
         )
 
@@ -297,9 +292,9 @@ def _check_parallel_revisit(ref, number: int, blocks, points, parallel: int) -> 
                 errors.PARALLEL_REVISIT.format(
                     output=number,
                     name=describe(ref),
-                    block=_tuple(blocks[:, at]),
-                    first=_tuple(points[:, first[at]]),
-                    second=_tuple(points[:, at]),
+                    block=format_tuple(blocks[:, at]),
+                    first=format_tuple(points[:, first[at]]),
+                    second=format_tuple(points[:, at]),
                     dim=dim,
                 )
             )
@@ -323,7 +318,7 @@ def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
         errors.IRREGULAR_INDEX_MAP.format(
             name=describe(ref),
             why="it changes at iterations "
-            + ", ".join(_tuple(points[:, s]) for s in steps)
+            + ", ".join(format_tuple(points[:, s]) for s in steps)
             + ", ...",
         )
     )

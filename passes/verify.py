@@ -176,7 +176,7 @@ class Budget:
 
     def count(self, op: Operation, domain: Domain) -> None:
         if isinstance(op, ForOp | PipelineOp):
-            what = _loop_name(op)
+            what = _describe_loop(op)
             if not domain.loops:
                 self.around = (what, loc_of(op.location))
             total = domain.size * limits.iterations(_trips(op))
@@ -206,7 +206,7 @@ def _trips(op: ForOp | PipelineOp) -> list[int]:
     return list(op.grid_shape)
 
 
-def _loop_name(op: ForOp | PipelineOp) -> str:
+def _describe_loop(op: ForOp | PipelineOp) -> str:
     """`Loop i`, `Loop i, j`, `The pipeline`."""
     if isinstance(op, PipelineOp):
         return "The pipeline"
@@ -335,7 +335,7 @@ def _dims(expr: AffineExpr) -> list[int]:
     return [e.position for e in expr.dfs() if hasattr(e, "position")]
 
 
-def _at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
+def _values_at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
     return np.asarray(value) if isinstance(value, int) else evaluate(value, dims)
 
 
@@ -351,7 +351,7 @@ def _fail_at(domain: Domain, point: dict[int, int], raise_static) -> None:
     raise AssertionError("the static check passed where the domain check failed")
 
 
-def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
+def _value_at(value: int | AffineExpr, point: dict[int, int]) -> int:
     if isinstance(value, int):
         return value
     dims = {dim: np.array([index]) for dim, index in point.items()}
@@ -383,7 +383,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
     in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
     here, at its op, so that what verify accepts the run accepts (below
     `limits.MAX_OFFSET`, leaving room for the buffer's own address)."""
-    extents = _extents(domain)
+    extents = _index_ranges(domain)
     for value in values:
         access = accesses(value)
         if access is None or isinstance(access.offset, int):
@@ -393,7 +393,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
         _check_limit(access.offset * item, extents, describe(value))
 
 
-def _extents(domain: Domain) -> Callable[[int], tuple[int, int]]:
+def _index_ranges(domain: Domain) -> Callable[[int], tuple[int, int]]:
     """Per kernel dimension, the least and greatest value its index takes
     (a loop of `range(a, b)` from a, not 0; dimensions of loops outside the
     domain: 0)."""
@@ -432,7 +432,7 @@ def _check_slot_limit(
     end's address."""
     window = type.window_type
     slot_bytes = window.nbytes // window.get_shape()[0]
-    _check_limit(slot * slot_bytes, _extents(domain), name)
+    _check_limit(slot * slot_bytes, _index_ranges(domain), name)
 
 
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
@@ -447,12 +447,12 @@ def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domai
         extent = shape[dim]
 
         def bad(dims, expr=expr, extent=extent, size=size):
-            value = _at(expr, dims)
+            value = _values_at(expr, dims)
             return (value < 0) | (value > extent - size)
 
         point = domain.first(bad)
         if point is not None:
-            offset = _value(expr, point)
+            offset = _value_at(expr, point)
             _fail_at(
                 domain,
                 point,
@@ -469,7 +469,7 @@ def _expression(op: ViewOp | SemIndexOp, point, accesses: Accesses) -> str:
     would spell them: `x[64:72, 0:128]`."""
     parts = []
     for start, (_, size, dropped) in zip(op.starts(), op.subscripts(), strict=True):
-        value = _value(accesses.start(start), point)
+        value = _value_at(accesses.start(start), point)
         parts.append(str(value) if dropped else f"{value}:{value + size}")
     return f"{describe(op.source)}[{', '.join(parts)}]"
 
@@ -480,13 +480,13 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
     indices = op.block_indices
     if indices is not None and any(isinstance(i, SSAValue) for i in indices):
         exprs = [accesses.start(i) for i in indices]
-        _check_block_limit(type, exprs, _extents(domain), name)
+        _check_block_limit(type, exprs, _index_ranges(domain), name)
         shape = type.get_shape()
 
         def bad(dims):
             wrong = np.zeros(1, bool)
             for value, block, extent in zip(exprs, type.block_dims, shape, strict=True):
-                v = _at(value, dims)
+                v = _values_at(value, dims)
                 kind = block.kind.data
                 count = (
                     extent
@@ -498,7 +498,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
 
         point = domain.first(bad)
         if point is not None:
-            values = [_value(e, point) for e in exprs]
+            values = [_value_at(e, point) for e in exprs]
             _fail_at(domain, point, lambda p: check_block_indices(name, type, values))
     if op.sem is not None:
         _check_address_limit([op.sem], accesses, domain)
@@ -508,10 +508,12 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
         _check_slot_limit(type, expr, domain, name)
         buffers = type.buffers.data
         point = domain.first(
-            lambda dims: (_at(expr, dims) < 0) | (_at(expr, dims) >= buffers)
+            lambda dims: (
+                (_values_at(expr, dims) < 0) | (_values_at(expr, dims) >= buffers)
+            )
         )
         if point is not None:
-            value = _value(expr, point)
+            value = _value_at(expr, point)
 
             def static(p):
                 raise CopyIRError(
@@ -531,7 +533,7 @@ def _check_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses, domain: Dom
         return  # verify_accesses decided it
 
     def bad(dims):
-        return first.meets(second, lambda bound: _at(bound, dims))
+        return first.meets(second, lambda bound: _values_at(bound, dims))
 
     point = domain.first(bad)
     if point is not None:

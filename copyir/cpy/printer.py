@@ -55,7 +55,7 @@ from copyir.dialects.copy import (
     describe_type,
 )
 from copyir.dialects.dma import ProgramOp
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, format_tuple
 from copyir.index import format_condition, format_expr
 from copyir.locations import detail_of
 
@@ -418,9 +418,7 @@ class _KernelPrinter:
         parallel = ""
         if op.parallel is not None:
             dims = op.parallel_dims
-            parallel = (
-                f", parallel=({', '.join(map(str, dims))}{',' * (len(dims) == 1)})"
-            )
+            parallel = f", parallel={format_tuple(dims)}"
         return f"for {names} in {extent}{parallel}"
 
     def pipeline(self, op: PipelineOp, pad: str, depth: int, lines: list[str]) -> None:
@@ -435,13 +433,13 @@ class _KernelPrinter:
             )
             return
         grid = op.grid_shape
-        head = f"pipeline grid={_tuple(map(str, grid))}"
+        head = f"pipeline grid={format_tuple(grid)}"
         if op.parallel is not None:
             dims = op.parallel_dims
             semantics = (
                 "parallel" if k in dims else "arbitrary" for k in range(len(grid))
             )
-            head += f" dimension_semantics={_tuple(semantics)}"
+            head += f" dimension_semantics={format_tuple(semantics)}"
         if op.no_pipelining is not None:
             head += " no_pipelining"
         lines.append(pad + head)
@@ -455,7 +453,7 @@ class _KernelPrinter:
         outputs = OUT in int_values(op.directions)
         for ref, direction, block, index_map, buffers in _pipeline_specs(op):
             word = "out " if direction == OUT else "in  " if outputs else "in "
-            dims = _tuple(b.describe() for b in block.data)
+            dims = format_tuple(b.describe() for b in block.data)
             results = index_map.data.results
             lambda_text = (
                 f"({', '.join(params)}) -> "
@@ -536,7 +534,8 @@ class _KernelPrinter:
             return f"# a computation the authoring syntax cannot write: {err}"
         names = [self.operand(v) for v in op.inputs]
         if any(
-            isinstance(n, Operand) and n.index >= len(names) for n in _nodes(expression)
+            isinstance(n, Operand) and n.index >= len(names)
+            for n in compute.nodes(expression)
         ):
             return "# a computation the authoring syntax cannot write: no such operand"
         dst = self.operand(op.dst)
@@ -626,12 +625,6 @@ def _pipeline_problem(op: PipelineOp) -> str | None:
     return None
 
 
-def _tuple(items) -> str:
-    """`(8, 3)`, `(4,)`: a tuple as Python writes it."""
-    items = list(items)
-    return f"({', '.join(items)}{',' * (len(items) == 1)})"
-
-
 def _augmented(op: ComputeOp, expression) -> str | None:
     """The operation of `dst op= rhs` when the computation is one: its
     first input is its destination, and it applies `op` to that and a rest."""
@@ -648,17 +641,10 @@ def _augmented(op: ComputeOp, expression) -> str | None:
 
 def _operand_counts(expression) -> dict[int, int]:
     counts: dict[int, int] = {}
-    for node in _nodes(expression):
+    for node in compute.nodes(expression):
         if isinstance(node, Operand):
             counts[node.index] = counts.get(node.index, 0) + 1
     return counts
-
-
-def _nodes(expression):
-    yield expression
-    if isinstance(expression, Apply):
-        for arg in expression.args:
-            yield from _nodes(arg)
 
 
 def _block_args(op: Operation) -> list[SSAValue]:
