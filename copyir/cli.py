@@ -159,8 +159,8 @@ def _lower_parser(commands) -> None:
     lower = commands.add_parser(
         "lower",
         help="lower a program to its DMA instruction stream",
-        description="Verify a kernel and lower it to the flat DMA stream: text "
-        "(.dma, origins as trailing comments) or binary (.npz).",
+        description="Verify a kernel and lower it to its DMA stream, loops kept "
+        "as loops: text (.dma, origins as trailing comments) or binary (.npz).",
     )
     lower.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="default: stdin"

@@ -96,7 +96,7 @@ def window_slices(
 ) -> tuple[list[Subscript], list[Subscript]]:
     """The array's slice for the block at `indices`, and the window's slice.
 
-    The worked example of DESIGN: shape (1000, 384), blocks (128, 128),
+    A worked example: shape (1000, 384), blocks (128, 128),
     indices (7, 2), slot 0 give rows 896:1000 and columns 256:384 of the
     array, and [0, 0:104, 0:128] of the window.
     """

@@ -6,9 +6,9 @@ inputs, the dtype, and numpy's expected final value of each output that no
 computation writes. A program is a sequence of fragments;
 each fragment has parameters, scratch and semaphores of its own, and waits
 every DMA it starts before it ends, so fragments never race with each
-other, and each one is race-free by construction under DESIGN's finishing
-rule: a buffer slot is written again only after the DMA that last read it
-was waited, nothing reads a region before a DMA or an input wrote it, and
+other, and each one is race-free by construction under the protocol's
+finishing rule (docs/protocol.md): a buffer slot is written again only
+after the DMA that last read it was waited, nothing reads a region before a DMA or an input wrote it, and
 every semaphore ends at zero.
 
 Covered (each fragment is drawn with its variants):

@@ -59,8 +59,8 @@ def test_invalid_example_through_the_cli(path, capsys):
 
 
 @pytest.mark.parametrize("path", INVALID_EXAMPLES, ids=lambda p: p.name)
-def test_readme_lists_each_error_with_its_example(path):
-    readme = (ROOT / "README.md").read_text()
+def test_the_error_catalogue_lists_each_error_with_its_example(path):
+    catalogue = (ROOT / "docs" / "errors.md").read_text()
     _, message = expected_error(path)
-    row = f"| [`{path.name}`](examples/invalid/{path.name}) | `{message}` |"
-    assert row in readme
+    row = f"| [`{path.name}`](../examples/invalid/{path.name}) | `{message}` |"
+    assert row in catalogue

@@ -3,9 +3,9 @@
 The lowered streams of the examples are mutated the ways DMA programs go
 wrong: a wait dropped, two semaphores swapped, a wait shrunk, two in-flight
 DMAs made to overlap, a window shifted out of bounds. An oracle written
-independently of the interpreter (plain sets of byte addresses, DESIGN's
-rule followed literally; a computation reads its operands and writes its
-destination at once, as the padding of a cut block does) decides what each
+independently of the interpreter (plain sets of byte addresses, the rule
+of docs/protocol.md followed literally; a computation reads its operands
+and writes its destination at once, as the padding of a cut block does) decides what each
 mutant is. The interpreter must
 report every mutant that breaks the protocol, with the same kind of error,
 and no mutant that is still correct; a mutant it accepts must give the same
@@ -85,7 +85,7 @@ def end_problem(stream: Stream, entry, end: str):
 
 
 def oracle(stream: Stream, provided: set[str]) -> str | None:
-    """The first problem of a stream by DESIGN's rules, or None.
+    """The first problem of a stream by the rules of docs/protocol.md, or None.
 
     A stream is checked before it runs: first every DMA end by itself, in
     instruction order (inside a buffer, of its dtype, a box of it), then

@@ -369,8 +369,8 @@ def test_on_wait_moves_each_dma_once():
 
 
 def test_protocol_check_of_a_large_ring_agrees_with_a_walk():
-    """The vectorised verdict against a plain walk of DESIGN's rule: every
-    DMA finishes at the wait right after it."""
+    """The vectorised verdict against a plain walk of the DMA protocol's rule
+    (docs/protocol.md): every DMA finishes at the wait right after it."""
     stream = stream_of((EXAMPLES / "double_buffer.cpy").read_text())
     verdict = check_stream(stream)
     table = stream.instructions

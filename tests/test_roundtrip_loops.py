@@ -1,5 +1,5 @@
 """The authoring syntax of loops (issue 8): each construct builds the IR the
-contract (notes/issue8_spec.md) describes, prints back as authoring syntax,
+README's loops section describes, prints back as authoring syntax,
 and round-trips structurally, with and without debug info and through the
 MLIR form; generated loop programs round-trip too. Errors of the new syntax
 are exact and located."""
