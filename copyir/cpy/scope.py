@@ -240,6 +240,8 @@ class ScopedBuilder:
         self.block = outer
 
     def statements(self, body: Tree) -> None:
+        """Build a body's statements, each at its location, by the method
+        named as its grammar rule."""
         for stmt in body.children:
             self.location = self.statement_location(stmt, _statement_loc(stmt))
             getattr(self, stmt.data)(stmt)
