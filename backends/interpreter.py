@@ -46,7 +46,7 @@ from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
 from copyir.stream import COMPUTE, INVALIDATE, START, WAIT, Buffer, Origin, Stream
 from copyir.tables import small_groups
-from copyir.validate import Access, Validated, validate_stream
+from copyir.validate import ResolvedEnds, Validated, validate_stream
 
 from . import coverage, parallel, protocol
 
@@ -110,7 +110,7 @@ class Program:
 
     validated: Validated
     events: protocol.Events
-    ends: protocol.Ends
+    ends: protocol.BoxAccesses
     memory: protocol.Memory
     namer: _Namer
 
@@ -183,7 +183,7 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
     sizes = [len(access.events[at]) for access, at, _, _ in pieces]
     total = 2 * count + sum(sizes)
     rank = src.lo.shape[1]
-    ends = protocol.Ends(
+    ends = protocol.BoxAccesses(
         event=np.empty(total, np.int64),
         buffer=np.empty(total, np.int64),
         lo=np.empty((total, rank), np.int64),
@@ -196,7 +196,7 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
     )
     buffers = len(validated.layout.buffers)
 
-    def put(rows, access: Access, at, own_destination: bool = False) -> None:
+    def put(rows, access: ResolvedEnds, at, own_destination: bool = False) -> None:
         ends.event[rows] = access.events[at]
         ends.buffer[rows] = access.buffer[at]
         ends.lo[rows] = access.lo[at]
@@ -227,7 +227,7 @@ def _without_boxes(validated: Validated) -> Validated:
     (the largest tables, needed no more)."""
     empty = np.zeros((0, validated.src.lo.shape[1]), np.int64)
 
-    def slim(access: Access) -> Access:
+    def slim(access: ResolvedEnds) -> ResolvedEnds:
         return dataclasses.replace(access, lo=empty, hi=empty)
 
     none = np.zeros(0, np.int64)
@@ -258,7 +258,7 @@ def trace_lines(stream: Stream) -> list[str]:
     src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
     dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
 
-    def box(access: Access, k: int) -> str:
+    def box(access: ResolvedEnds, k: int) -> str:
         return namer.region(int(access.buffer[k]), access.lo[k], access.hi[k])
 
     lines = []
@@ -454,7 +454,7 @@ class Executable:
         index: dict[tuple, int] = {}
         table = self.stream.instructions
 
-        def stacks_of(access: Access, end: str) -> np.ndarray:
+        def stacks_of(access: ResolvedEnds, end: str) -> np.ndarray:
             """Each end's stack: one per (buffer, shape, strides), found once
             per (kind, buffer) pair."""
             nb = len(self.stream.buffers)

@@ -436,14 +436,14 @@ def test_verify_protocol_accepts_the_examples(name):
 # -- uninitialised reads by boxes, against the replay ------------------------------
 
 
-def box_table(events, provided: bool) -> tuple[protocol.Ends, protocol.Memory]:
+def box_table(events, provided: bool) -> tuple[protocol.BoxAccesses, protocol.Memory]:
     """One (4, 6) buffer's accesses: (event, role, box) with role 0 a read,
     1 a write, 2 an invalidation, and box a (lo, hi) pair per dimension."""
     count = len(events)
     lo = np.array([[b[0][0], b[1][0]] for _, _, b in events], np.int64).reshape(-1, 2)
     hi = np.array([[b[0][1], b[1][1]] for _, _, b in events], np.int64).reshape(-1, 2)
     role = np.array([r for _, r, _ in events], np.int64)
-    ends = protocol.Ends(
+    ends = protocol.BoxAccesses(
         event=np.array([e for e, _, _ in events], np.int64),
         buffer=np.zeros(count, np.int64),
         lo=lo,
