@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import math
 import sys
 import warnings
 from collections.abc import Mapping
@@ -44,7 +45,16 @@ from copyir.compute import Operand, compile_expression, parse
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
-from copyir.stream import COMPUTE, INVALIDATE, START, WAIT, Buffer, Origin, Stream
+from copyir.stream import (
+    COMPUTE,
+    INVALIDATE,
+    START,
+    WAIT,
+    Buffer,
+    Origin,
+    Stream,
+    row_major,
+)
 from copyir.tables import small_groups
 from copyir.validate import ResolvedEnds, Validated, validate_stream
 
@@ -706,12 +716,9 @@ def _run_length(shape: tuple, strides: tuple) -> int:
     """The elements of a box of this shape and these strides when they are
     one run of consecutive elements (dense, row-major), else 0."""
     dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
-    step = 1
-    for n, s in reversed(dims):
-        if s != step:
-            return 0
-        step *= n
-    return step
+    extents = [n for n, _ in dims]
+    dense = tuple(s for _, s in dims) == row_major(extents)
+    return math.prod(extents) if dense else 0
 
 
 def _parallel_order(stream: Stream, mode: str, seed: int) -> dict[int, np.ndarray]:

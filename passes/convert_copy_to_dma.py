@@ -24,10 +24,15 @@ Needs expand-pytree-copies, expand-windows and assign-addresses first.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 
-from copyir.passes.assign_addresses import ADDRESS, PARAM_ADDRESSES, SEM_ID, TARGET
+from copyir.passes.assign_addresses import (
+    ADDRESS,
+    PARAM_ADDRESSES,
+    SEM_ID,
+    TARGET,
+    semaphore_count,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -229,7 +234,7 @@ class _Lowering:
             self.sems[op.result] = first
             type = op.result.type
             shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
-            self.semaphores = max(self.semaphores, first + math.prod(shape))
+            self.semaphores = max(self.semaphores, first + semaphore_count(op))
             if op.result.name_hint:  # named by the user: named in messages too
                 properties = {
                     "sem_name": StringAttr(

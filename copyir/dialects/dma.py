@@ -26,7 +26,6 @@ elementwise expression over boxes of VMEM or SMEM.
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -51,7 +50,6 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
 from copyir import dma_schema as schema
-from copyir.attributes import int_values
 from copyir.dma_schema import Field
 
 
@@ -121,10 +119,6 @@ class SemaphoreDeclOp(IRDLOperation):
     shape = prop_def(DenseArrayBase[I64])
 
     assembly_format = "$sem_name $first $shape attr-dict"
-
-    @property
-    def count(self) -> int:
-        return math.prod(int_values(self.shape))
 
 
 # -- instructions ---------------------------------------------------------------------
