@@ -78,6 +78,9 @@ class Column:
     name: str
     dtype: str
     vector: bool = False
+    refers: str | None = None
+    """The stream's list a 1-based reference column numbers into (`maps`,
+    `predicates`, `computes`), 0 meaning none."""
 
     def numpy(self, rank: int) -> tuple:
         if self.vector:
@@ -223,7 +226,7 @@ class End(Field):
         return (
             Column(f"{c}_space", "u1"),
             Column(f"{c}_address", "<i8"),
-            Column(f"{c}_map", "<i4"),
+            Column(f"{c}_map", "<i4", refers="maps"),
             Column(f"{c}_strides", "<i8", vector=True),
         )
 
@@ -322,7 +325,9 @@ class Keyed(Field):
 
     @property
     def columns(self) -> tuple[Column, ...]:  # type: ignore[override]
-        maps = (Column(f"{self.name}_map", "<i4"),) if self.affine else ()
+        maps = (
+            (Column(f"{self.name}_map", "<i4", refers="maps"),) if self.affine else ()
+        )
         return (Column(self.name, "<i8"), *maps)
 
     def properties(self) -> dict[str, Any]:
@@ -378,10 +383,11 @@ class Flag(Field):
 
 @dataclass(frozen=True)
 class Small(Field):
-    """`priority 1`, or nothing for 0: an optional small count (one byte
-    in the table; validate bounds it further)."""
+    """`priority 1`, or nothing for 0: an optional small count, one byte in
+    the table; validate refuses a value above `most`."""
 
     name: str
+    most: int
 
     @property
     def columns(self) -> tuple[Column, ...]:  # type: ignore[override]
@@ -416,7 +422,7 @@ class Computation(Field):
     """`= "(add $0 1.0)" ("vmem" 0 [1], ...)`: an expression over operand
     boxes, interned in `Stream.computes` (column `compute`, 1-based)."""
 
-    columns = (Column("compute", "<i4"),)
+    columns = (Column("compute", "<i4", refers="computes"),)
     NAMES: ClassVar = ("operand_spaces", "operand_addresses", "operand_strides")
 
     def properties(self) -> dict[str, Any]:
@@ -483,7 +489,7 @@ class Guard(Field):
     """`if {(d0) : (d0 - 1 >= 0)} or {...}`, or nothing: the instruction runs
     where any set holds; interned in `Stream.predicates` (1-based)."""
 
-    columns = (Column("predicate", "<i4"),)
+    columns = (Column("predicate", "<i4", refers="predicates"),)
 
     def properties(self) -> dict[str, Any]:
         return {"predicate": opt_prop_def(Predicate)}
@@ -533,7 +539,7 @@ START_FIELDS = (
     BOX,
     SEM,
     Flag("add"),
-    Small("priority"),
+    Small("priority", most=1),
     GUARD,
 )
 WAIT_FIELDS = (SEM, Keyed("bytes", affine=False), GUARD)
@@ -571,7 +577,23 @@ def ends(fields: Sequence[Field]) -> tuple[End, ...]:
     return tuple(f for f in fields if isinstance(f, End))
 
 
-MAP_COLUMNS = tuple(
-    name for name in dict.fromkeys(c.name for c in columns()) if name.endswith("_map")
-)
+def having(column: str) -> tuple[int, ...]:
+    """The instruction codes whose fields hold this column."""
+    return tuple(
+        code
+        for code, fields in enumerate(INSTRUCTIONS)
+        if any(c.name == column for f in fields for c in f.columns)
+    )
+
+
+def fields_of(kind: type[Field]) -> tuple[Field, ...]:
+    """The distinct fields of one kind, over every instruction."""
+    return tuple(
+        dict.fromkeys(f for fs in INSTRUCTIONS for f in fs if isinstance(f, kind))
+    )
+
+
+END_COLUMNS = tuple(dict.fromkeys(end.column for end in fields_of(End)))
+"""The ends the table holds (`src`, `dst`), each as four columns."""
+MAP_COLUMNS = tuple(c.name for c in columns() if c.refers == "maps")
 """The columns that reference `Stream.maps` (1-based, 0 for static)."""

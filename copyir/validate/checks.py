@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from copyir import dma_schema as schema
 from copyir import errors, limits
 from copyir.compute import check as compute_check
 from copyir.dtypes import BY_NAME, DTYPES
@@ -15,7 +16,6 @@ from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import (
     COMPUTE,
-    INVALIDATE,
     OPS,
     START,
     WAIT,
@@ -187,8 +187,8 @@ def check_instructions(stream: Stream) -> None:
     rank = table.dtype["shape"].shape[0] if table.dtype["shape"].shape else 1
     op = table["op"].astype(np.int64)
     start = op == START
-    boxed = np.isin(op, (START, INVALIDATE, COMPUTE))
-    static_sem = np.isin(op, (START, WAIT)) & (table["sem_map"] == 0)
+    boxed = np.isin(op, schema.having("shape"))
+    static_sem = np.isin(op, schema.having("sem")) & (table["sem_map"] == 0)
     problems: list[tuple[np.ndarray, object]] = [
         (~np.isin(op, OPS), lambda r: f"unknown instruction code {op[r]}"),
         *_reference_problems(stream),
@@ -207,22 +207,30 @@ def check_instructions(stream: Stream) -> None:
             lambda r: "a wait for a negative number of bytes",
         ),
     ]
-    src_space, dst_space = table["src_space"], table["dst_space"]
+    spaces = [f"{end}_space" for end in schema.END_COLUMNS]
+    unknown_space = np.zeros(len(table), bool)
+    for column in spaces:
+        unknown_space |= np.isin(op, schema.having(column)) & (
+            table[column] >= len(SPACES)
+        )
     dtype, ranks = table["dtype"].astype(np.int64), table["rank"].astype(np.int64)
     problems += [
         (
-            (start & (src_space >= len(SPACES))) | (boxed & (dst_space >= len(SPACES))),
-            lambda r: f"unknown memory space code {max(src_space[r], dst_space[r])}",
+            unknown_space,
+            lambda r: f"unknown memory space code {max(table[c][r] for c in spaces)}",
         ),
         (
             boxed & (dtype >= len(DTYPES)),
             lambda r: f"unknown element type code {dtype[r]}",
         ),
         (boxed & (ranks > rank), lambda r: f"rank {ranks[r]} in a table of {rank}"),
+    ]
+    problems += [
         (
-            start & (table["priority"] > 1),
-            lambda r: f"priority {table['priority'][r]}",
-        ),
+            np.isin(op, schema.having(each.name)) & (table[each.name] > each.most),
+            lambda r, name=each.name: f"{name} {table[name][r]}",
+        )
+        for each in schema.fields_of(schema.Small)
     ]
     first = first_problem(problems)
     shape = table["shape"].reshape(len(table), rank)
@@ -303,12 +311,10 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             for k, sets in enumerate(stream.predicates, 1)
         ]
     )
-    for column, items, dims, fit in (
-        ("src_map", stream.maps, map_dims, map_fits),
-        ("dst_map", stream.maps, map_dims, map_fits),
-        ("sem_map", stream.maps, map_dims, map_fits),
+    for column, items, dims, fit in [
+        *((column, stream.maps, map_dims, map_fits) for column in schema.MAP_COLUMNS),
         ("predicate", stream.predicates, set_dims, set_fits),
-    ):
+    ]:
         ids = table[column].astype(np.int64)
         count = len(items)
         out = (ids < 0) | (ids > count)
@@ -408,7 +414,7 @@ def _extents(stream: Stream) -> tuple[dict[int, list[int]], dict[int, list[int]]
             at = stream.loops[at - 1].parent
         trips_of[number] = trips[::-1]
     for found, columns in (
-        (maps, ("src_map", "dst_map", "sem_map")),
+        (maps, schema.MAP_COLUMNS),
         (sets, ("predicate",)),
     ):
         for column in columns:
