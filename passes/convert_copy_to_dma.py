@@ -38,11 +38,8 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
     ArrayAttr,
-    IntegerAttr,
     ModuleOp,
-    StringAttr,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -184,9 +181,9 @@ class _Lowering:
         type: RefType = value.type
         self.buffers[value] = (space, address)
         properties = {
-            "buffer_name": StringAttr(name),
-            "space": StringAttr(space),
-            "address": IntegerAttr(address, i64),
+            "buffer_name": string_attr(name),
+            "space": string_attr(space),
+            "address": i64_attr(address),
             "element_type": type.element_type,
             "shape": i64_array(type.get_shape()),
         }
@@ -237,10 +234,10 @@ class _Lowering:
             self.semaphores = max(self.semaphores, first + semaphore_count(op))
             if op.result.name_hint:  # named by the user: named in messages too
                 properties = {
-                    "sem_name": StringAttr(
+                    "sem_name": string_attr(
                         self.declared_name(op.result.name_hint, "sem")
                     ),
-                    "first": IntegerAttr(first, i64),
+                    "first": i64_attr(first),
                     "shape": i64_array(shape),
                 }
                 self.declarations.append(
@@ -269,8 +266,8 @@ class _Lowering:
             lower, upper = op.bounds[position]
             loop_body = body
             properties = {
-                "iv_name": StringAttr(describe(op.indices[position])),
-                "trip_count": IntegerAttr(upper - lower, i64),
+                "iv_name": string_attr(describe(op.indices[position])),
+                "trip_count": i64_attr(upper - lower),
             }
             if position in op.parallel_dims:
                 properties["parallel"] = UnitAttr()
