@@ -172,7 +172,9 @@ def end_text(end: EndAttributes) -> str:
 class Field:
     """One piece of an instruction: op properties, text, table columns."""
 
-    columns: ClassVar[tuple[Column, ...]] = ()
+    def columns(self) -> tuple[Column, ...]:
+        """The instruction table's columns that hold this field."""
+        return ()
 
     def properties(self) -> dict[str, Any]:
         """The op's property definitions (`prop_def`s) for this field."""
@@ -220,8 +222,7 @@ class End(Field):
     prefix: str
     column: str
 
-    @property
-    def columns(self) -> tuple[Column, ...]:  # type: ignore[override]
+    def columns(self) -> tuple[Column, ...]:
         c = self.column
         return (
             Column(f"{c}_space", "u1"),
@@ -283,12 +284,13 @@ class Box(Field):
     """Element type and shape, `f32 [104, 128]`; the table also holds the
     box's size in bytes (saturated at 2**63 - 1; validate checks a start's)."""
 
-    columns = (
-        Column("dtype", "u1"),
-        Column("rank", "u1"),
-        Column("shape", "<i8", vector=True),
-        Column("bytes", "<i8"),
-    )
+    def columns(self) -> tuple[Column, ...]:
+        return (
+            Column("dtype", "u1"),
+            Column("rank", "u1"),
+            Column("shape", "<i8", vector=True),
+            Column("bytes", "<i8"),
+        )
 
     def properties(self) -> dict[str, Any]:
         return {
@@ -323,8 +325,7 @@ class Keyed(Field):
     name: str
     affine: bool
 
-    @property
-    def columns(self) -> tuple[Column, ...]:  # type: ignore[override]
+    def columns(self) -> tuple[Column, ...]:
         maps = (
             (Column(f"{self.name}_map", "<i4", refers="maps"),) if self.affine else ()
         )
@@ -360,8 +361,7 @@ class Flag(Field):
 
     name: str
 
-    @property
-    def columns(self) -> tuple[Column, ...]:  # type: ignore[override]
+    def columns(self) -> tuple[Column, ...]:
         return (Column(self.name, "?"),)
 
     def properties(self) -> dict[str, Any]:
@@ -389,8 +389,7 @@ class Small(Field):
     name: str
     most: int
 
-    @property
-    def columns(self) -> tuple[Column, ...]:  # type: ignore[override]
+    def columns(self) -> tuple[Column, ...]:
         return (Column(self.name, "u1"),)
 
     def properties(self) -> dict[str, Any]:
@@ -422,7 +421,9 @@ class Computation(Field):
     """`= "(add $0 1.0)" ("vmem" 0 [1], ...)`: an expression over operand
     boxes, interned in `Stream.computes` (column `compute`, 1-based)."""
 
-    columns = (Column("compute", "<i4", refers="computes"),)
+    def columns(self) -> tuple[Column, ...]:
+        return (Column("compute", "<i4", refers="computes"),)
+
     NAMES: ClassVar = ("operand_spaces", "operand_addresses", "operand_strides")
 
     def properties(self) -> dict[str, Any]:
@@ -489,7 +490,8 @@ class Guard(Field):
     """`if {(d0) : (d0 - 1 >= 0)} or {...}`, or nothing: the instruction runs
     where any set holds; interned in `Stream.predicates` (1-based)."""
 
-    columns = (Column("predicate", "<i4", refers="predicates"),)
+    def columns(self) -> tuple[Column, ...]:
+        return (Column("predicate", "<i4", refers="predicates"),)
 
     def properties(self) -> dict[str, Any]:
         return {"predicate": opt_prop_def(Predicate)}
@@ -561,7 +563,7 @@ def columns() -> tuple[Column, ...]:
     seen: dict[str, Column] = {c.name: c for c in CONTEXT}
     for fields in INSTRUCTIONS:
         for each in fields:
-            for column in each.columns:
+            for column in each.columns():
                 assert seen.setdefault(column.name, column) == column, column
     return tuple(seen.values())
 
@@ -572,17 +574,12 @@ def instruction_dtype(rank: int) -> np.dtype:
     return np.dtype([column.numpy(rank) for column in columns()])
 
 
-def ends(fields: Sequence[Field]) -> tuple[End, ...]:
-    """The DMA ends an instruction's own columns hold."""
-    return tuple(f for f in fields if isinstance(f, End))
-
-
 def having(column: str) -> tuple[int, ...]:
     """The instruction codes whose fields hold this column."""
     return tuple(
         code
         for code, fields in enumerate(INSTRUCTIONS)
-        if any(c.name == column for f in fields for c in f.columns)
+        if any(c.name == column for f in fields for c in f.columns())
     )
 
 

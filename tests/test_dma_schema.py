@@ -107,7 +107,7 @@ def test_a_new_field_is_one_schema_entry():
     out = io.StringIO()
     Printer(stream=out).print_op(op)
     assert out.getvalue() == line
-    columns = [c for f in RemoteStartOp.FIELDS for c in f.columns]
+    columns = [c for f in RemoteStartOp.FIELDS for c in f.columns()]
     row = np.zeros(1, np.dtype([c.numpy(1) for c in dict.fromkeys(columns)]))[0]
     for field in RemoteStartOp.FIELDS:
         field.store(op, row, _Writer())
