@@ -122,6 +122,14 @@ class _Context:
             sets.append(AffineSetAttr(AffineSet(width, 0, constraints)))
         return ArrayAttr(sets)
 
+    def instruction(
+        self, kind: type[dma.InstructionOp], properties: dict, op: Operation
+    ) -> Operation:
+        """An instruction located at its copy op, guarded by the conditions."""
+        if (predicate := self.predicate()) is not None:
+            properties["predicate"] = predicate
+        return kind.create(properties=properties, location=op.location)
+
 
 class _Lowering:
     """The buffers and semaphores of one kernel, and its instructions."""
@@ -286,11 +294,9 @@ class _Lowering:
         descriptor's."""
         copy = op.descriptor.owner if isinstance(op, AsyncDmaOp) else op
         properties = {"sem": context.value(self.sem_id(copy.sem))}
-        if (predicate := context.predicate()) is not None:
-            properties["predicate"] = predicate
         if not op.is_start:  # a wait needs its semaphore and byte count only
             properties["bytes"] = i64_attr(copy.src.type.nbytes)
-            return dma.WaitOp.create(properties=properties, location=op.location)
+            return context.instruction(dma.WaitOp, properties, op)
         properties |= (
             schema.SRC.make(self.end(copy.src, context))
             | schema.DST.make(self.end(copy.dst, context))
@@ -300,13 +306,11 @@ class _Lowering:
             properties["add"] = UnitAttr()
         if op.priority_value:
             properties["priority"] = i64_attr(op.priority_value)
-        return dma.StartOp.create(properties=properties, location=op.location)
+        return context.instruction(dma.StartOp, properties, op)
 
     def invalidate(self, op: InvalidateOp, context: _Context) -> Operation:
         properties = schema.OWN.make(self.end(op.ref, context)) | self.box(op.ref)
-        if (predicate := context.predicate()) is not None:
-            properties["predicate"] = predicate
-        return dma.InvalidateOp.create(properties=properties, location=op.location)
+        return context.instruction(dma.InvalidateOp, properties, op)
 
     def compute(self, op: ComputeOp, context: _Context) -> Operation:
         inputs = [self.end(value, context) for value in op.inputs]
@@ -315,9 +319,7 @@ class _Lowering:
             | self.box(op.dst)
             | schema.COMPUTATION.make(op.expression.data, inputs)
         )
-        if (predicate := context.predicate()) is not None:
-            properties["predicate"] = predicate
-        return dma.ComputeOp.create(properties=properties, location=op.location)
+        return context.instruction(dma.ComputeOp, properties, op)
 
     def end(self, value: SSAValue, context: _Context) -> EndAttributes:
         """A DMA end: the root buffer's space, its address plus the view's
