@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects.builtin import ShapedType
 
 from copyir import errors
 from copyir.compute import Operand, compile_expression, parse
@@ -53,7 +54,6 @@ from copyir.stream import (
     Buffer,
     Origin,
     Stream,
-    row_major,
 )
 from copyir.tables import small_groups
 from copyir.validate import ResolvedEnds, Validated, validate_stream
@@ -718,7 +718,7 @@ def _run_length(shape: tuple, strides: tuple) -> int:
     one run of consecutive elements (dense, row-major), else 0."""
     dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
     extents = [n for n, _ in dims]
-    dense = tuple(s for _, s in dims) == row_major(extents)
+    dense = tuple(s for _, s in dims) == ShapedType.strides_for_shape(extents)
     return math.prod(extents) if dense else 0
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, ShapedType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
@@ -67,7 +67,6 @@ from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
 from copyir.index import Dims, bounds_over, evaluate, substitute
 from copyir.locations import loc_of
-from copyir.stream import row_major
 from copyir.target import DEFAULT, Target, get_target
 
 
@@ -394,7 +393,7 @@ def _check_block_limit(
     """The byte offset a window copy's block indices make in the array (as
     expand-windows scales them), bounded like a DMA end's address."""
     item = type.window_type.dtype.itemsize
-    scales = [item * stride for stride in row_major(type.get_shape())]
+    scales = ShapedType.strides_for_shape(type.get_shape(), factor=item)
     for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
         if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1

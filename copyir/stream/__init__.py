@@ -33,7 +33,6 @@ from copyir.stream.model import (
     SemaphoreName,
     Stream,
     lowering_bug,
-    row_major,
 )
 from copyir.stream.npz import FORMAT_VERSION, load_npz, save_npz
 from copyir.stream.program import from_program, to_program
@@ -61,7 +60,6 @@ __all__ = [
     "parse_dma",
     "print_dma",
     "read_dma",
-    "row_major",
     "save_npz",
     "to_program",
 ]

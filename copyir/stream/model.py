@@ -72,15 +72,6 @@ class CountedLoop:
     """The enclosing loop, 1-based; 0 at the top level."""
 
 
-def row_major(shape) -> tuple[int, ...]:
-    """Strides in elements of a dense row-major array of this shape."""
-    strides, step = [], 1
-    for extent in reversed(tuple(shape)):
-        strides.append(step)
-        step *= extent
-    return tuple(reversed(strides))
-
-
 @dataclass
 class Stream:
     """A DMA program as tables: the interpreter's input and the binary form."""

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects.builtin import ShapedType
 
 from copyir import errors, limits
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.machine import SPACES
 from copyir.stream import (
     Buffer,
-    row_major,
 )
 from copyir.tables import small_groups
 from copyir.validate.problems import StreamProblem, first_problem
@@ -63,7 +63,7 @@ class BufferIndex:
         strides = np.ones((len(buffers), rank), np.int64)
         for i, b in enumerate(buffers):
             shapes[i, : len(b.shape)] = b.shape
-            strides[i, : len(b.shape)] = row_major(b.shape)
+            strides[i, : len(b.shape)] = ShapedType.strides_for_shape(b.shape)
         codes = {d.name: i for i, d in enumerate(DTYPES)}
         dtypes = np.array([codes[BY_NAME[b.dtype].name] for b in buffers], np.int64)
         starts, ids = {}, {}
@@ -260,7 +260,7 @@ def _dimension_extents(
     must start there at 0 (a DMA dimension that spans several buffer
     dimensions, such as 16 contiguous elements of 8-element rows); None
     when the DMA's elements cannot form a box of the buffer."""
-    dims, bstrides = list(buffer_shape), row_major(buffer_shape)
+    dims, bstrides = list(buffer_shape), ShapedType.strides_for_shape(buffer_shape)
     covered: dict[int, tuple[int, bool]] = {}
     for extent, stride in zip(shape, strides, strict=True):
         extent, stride = int(extent), int(stride)
