@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from copyir import dma_schema as schema
 from copyir import errors
 from copyir.errors import CopyIRError, Loc
 from copyir.expand import Trace, expand
 from copyir.machine import SPACES
-from copyir.stream import COMPUTE, START, WAIT, Stream, lowering_bug
+from copyir.stream import COMPUTE, Stream, lowering_bug
 from copyir.tables import small_groups
 from copyir.validate.boxes import BufferIndex, EndKinds, resolve_ends
 from copyir.validate.checks import check_header, check_instructions, check_loops
@@ -97,7 +98,7 @@ def validate_stream(
     trace = expand(stream, order)
     table = stream.instructions
     op = table["op"][trace.row]
-    used = (op == START) | (op == WAIT)
+    used = np.isin(op, schema.having("sem"))
     bad = used & ((trace.sem < 0) | (trace.sem >= stream.semaphores))
     if bad.any():
         event = int(np.flatnonzero(bad)[0])
@@ -132,22 +133,19 @@ def validate_stream(
             ) from None
         return ResolvedEnds(events, ends.buffer, ends.offset, ends.lo, ends.hi, kinds)
 
-    starts = np.flatnonzero(op == START)
-    boxed = np.flatnonzero(op != WAIT)
-    src = access(
-        starts,
-        "source",
-        table["src_space"],
-        trace.src_address[starts],
-        table["src_strides"].reshape(len(table), rank),
-    )
-    dst = access(
-        boxed,
-        "destination",
-        table["dst_space"],
-        trace.dst_address[boxed],
-        table["dst_strides"].reshape(len(table), rank),
-    )
+    def own(end: str, label: str) -> ResolvedEnds:
+        """An instruction's own end (`src` or `dst`), of the events whose
+        instruction has it."""
+        events = np.flatnonzero(np.isin(op, schema.having(f"{end}_space")))
+        return access(
+            events,
+            label,
+            table[f"{end}_space"],
+            getattr(trace, f"{end}_address")[events],
+            table[f"{end}_strides"].reshape(len(table), rank),
+        )
+
+    src, dst = own("src", "source"), own("dst", "destination")
     computes = np.flatnonzero(op == COMPUTE)
     compute_of = table["compute"].astype(np.int64)
     operands = []
