@@ -11,9 +11,11 @@ table as is, and `copyir.validate` checks it column by column).
 
 A DMA end (memory space, byte address or affine map, strides in
 elements: `"hbm" 458752 [384, 1]`) is one `End`, parsed and printed by
-`parse_end` and `print_end` wherever it appears. Adding a field (a device
-id on a start, say) is a new `Field` entry in `INSTRUCTIONS` plus the
-code that gives it meaning (validate's check, the interpreter's use).
+`parse_end` and `end_text` wherever it appears. Adding a field (a device
+id on a start, say) is a new `Field` in an instruction's list here (and a
+new `copyir.stream.npz.FORMAT_VERSION`, as the table's layout changes),
+plus the code that gives it meaning: where the lowering takes it from,
+validate's check beyond the field's own, the interpreter's use.
 """
 
 from __future__ import annotations
@@ -421,10 +423,11 @@ class Computation(Field):
     """`= "(add $0 1.0)" ("vmem" 0 [1], ...)`: an expression over operand
     boxes, interned in `Stream.computes` (column `compute`, 1-based)."""
 
+    NAMES: ClassVar = ("operand_spaces", "operand_addresses", "operand_strides")
+    """The operand ends' properties: one array each, k-th entry operand k."""
+
     def columns(self) -> tuple[Column, ...]:
         return (Column("compute", "<i4", refers="computes"),)
-
-    NAMES: ClassVar = ("operand_spaces", "operand_addresses", "operand_strides")
 
     def properties(self) -> dict[str, Any]:
         return {
