@@ -358,6 +358,11 @@ OUT_OF_MEMORY = (
     "events, at about {bytes} bytes each)"
 )
 CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
+STREAM_VERSION = (
+    "it is a copyir DMA stream of format version {found}, and this copyir "
+    "reads version {expected} only: lower the program again with this copyir"
+)
+"""The `why` of CANNOT_READ_STREAM for an `.npz` of another format version."""
 RUN_NOT_A_BOX = (
     "DMA {end} {region} is not a box of buffer {name} {shape}: its "
     "{extents} elements with strides {strides} do not step along the "

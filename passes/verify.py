@@ -23,13 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, ShapedType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
-    AffineConstraintExpr,
     AffineExpr,
-    AffineSet,
 )
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
@@ -67,9 +65,8 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
-from copyir.index import Dims, bounds_over, evaluate
+from copyir.index import Dims, bounds_over, evaluate, substitute
 from copyir.locations import loc_of
-from copyir.stream import row_major
 from copyir.target import DEFAULT, Target, get_target
 
 
@@ -308,31 +305,9 @@ def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
         return domain.inside(loops)
     if isinstance(op, WhenOp):
         args = [accesses.index(a) for a in op.args]
-        sets = tuple(_substitute(s.data, args) for s in op.condition.data)
+        sets = tuple(substitute(s.data, args) for s in op.condition.data)
         return domain.when(sets)
     return domain
-
-
-def _substitute(affine_set: AffineSet, args: list[AffineExpr]) -> AffineSet:
-    """A condition over a when's operands as one over loop dimensions."""
-    width = 1 + max([d for a in args for d in _dims(a)] + [-1])
-    return AffineSet(
-        width,
-        0,
-        tuple(
-            AffineConstraintExpr(
-                c.kind,
-                c.lhs.replace_dims_and_symbols(args, []),
-                c.rhs.replace_dims_and_symbols(args, []),
-                canonicalize=False,
-            )
-            for c in affine_set.constraints
-        ),
-    )
-
-
-def _dims(expr: AffineExpr) -> list[int]:
-    return [e.position for e in expr.dfs() if hasattr(e, "position")]
 
 
 def _values_at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
@@ -418,7 +393,7 @@ def _check_block_limit(
     """The byte offset a window copy's block indices make in the array (as
     expand-windows scales them), bounded like a DMA end's address."""
     item = type.window_type.dtype.itemsize
-    scales = [item * stride for stride in row_major(type.get_shape())]
+    scales = ShapedType.strides_for_shape(type.get_shape(), factor=item)
     for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
         if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
