@@ -7,14 +7,15 @@ Compiling a stream does, once, all the work that needs no data:
    is not a box are reported here, before anything runs);
 2. `backends.protocol` decides the DMA protocol for the whole program
    (races, reads of memory nobody wrote, unsatisfiable waits, DMAs never
-   waited), whatever the completion mode;
+   waited), whatever the completion mode, and `backends.parallel` holds
+   each parallel loop to its claim;
 3. the completion mode decides when, inside its in-flight window, each DMA
    moves its data: `eager` at its start, `on_wait` inside the wait that
    needs its bytes, the most recently started first (as Pallas' interpret
    mode pops its pending DMAs), `random` at a random moment of its window
    (seeded). A correct program gives the same result in every mode.
 
-Executing is then a loop over prepared copies: each DMA end is an index
+Executing is then a loop over prepared copies and computations: each DMA end is an index
 into a strided stack of views of its buffer (one stack per buffer, shape
 and strides), so no view is built per copy in advance and none is checked
 at run time.

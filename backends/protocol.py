@@ -1,4 +1,4 @@
-"""The DMA protocol, decided once over a whole program: DESIGN's rule.
+"""The DMA protocol, decided once over a whole program (docs/protocol.md).
 
 Semaphores count bytes. A DMA d on semaphore s is finished at the first
 wait w on s after d at which the bytes consumed by all waits on s so far,
@@ -7,8 +7,9 @@ d is in flight, and nothing else may read or write its destination or
 write its source. Any access that breaks this is a race, whatever order
 the DMAs happen to complete in.
 
-The program is a table of events in program order (DMA starts and waits;
-the accesses each start makes are rows of `BoxAccesses`), and every
+The program is a table of events in program order (DMA starts and waits,
+computations and invalidations; the accesses each makes are rows of
+`BoxAccesses`), and every
 question is answered for all events at once with numpy, never by walking
 the events one by one in Python:
 

@@ -1,8 +1,9 @@
 """convert-copy-to-dma: lower an address-assigned copy kernel to a DMA program.
 
 Each kernel becomes a `dma.program`: a `dma.buffer` per parameter and per
-scratch buffer, all at the top, then a `dma.start` or `dma.wait` per DMA in
-program order.
+scratch buffer and a `dma.semaphore` per named semaphore, all at the top,
+then a `dma.start` or `dma.wait` per DMA, a `dma.invalidate` per
+invalidation and a `dma.compute` per computation, in program order.
 Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
 elements, as `copyir.access` folds them (each view once per pass run). A
@@ -18,7 +19,8 @@ a `copy.when` disappears into the predicate of each instruction inside it
 descriptor's start and wait are DMAs of its three values; a computation
 becomes a `dma.compute` over the boxes of its destination and inputs.
 
-Needs expand-pytree-copies, expand-windows and assign-addresses first.
+Needs expand-pipelines, expand-pytree-copies, expand-windows and
+assign-addresses first.
 """
 
 from __future__ import annotations
@@ -129,6 +131,16 @@ class _Context:
         if (predicate := self.predicate()) is not None:
             properties["predicate"] = predicate
         return kind.create(properties=properties, location=op.location)
+
+
+_EXPANDED_BY = {
+    "copy.sync_copy": "expand-pytree-copies",
+    "copy.buffered_ref": "expand-windows",
+    "copy.buffered_copy": "expand-windows",
+    "copy.window": "expand-windows",
+    "copy.pipeline": "expand-pipelines",
+}
+"""The pass that turns each op without a DMA form into ops with one."""
 
 
 class _Lowering:
@@ -255,7 +267,7 @@ class _Lowering:
                 )
         elif not isinstance(op, ViewOp | SemIndexOp | IndexOp | AsyncCopyOp):
             raise self.needs(
-                "expand-pytree-copies and expand-windows",
+                _EXPANDED_BY.get(op.name, "expand-pytree-copies and expand-windows"),
                 f"{op.name} has no DMA form yet",
                 op,
             )
@@ -347,7 +359,7 @@ class _Lowering:
 
 @dataclass(frozen=True)
 class ConvertCopyToDmaPass(ModulePass):
-    """Lower address-assigned kernels to flat DMA programs."""
+    """Lower address-assigned kernels to DMA programs, loops kept as dma.loop."""
 
     name = "convert-copy-to-dma"
 

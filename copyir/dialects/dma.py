@@ -1,12 +1,13 @@
-"""The dma dialect: the flat, TPU-like DMA instruction stream.
+"""The dma dialect: the TPU-like DMA instruction stream, loops kept as loops.
 
 What `convert-copy-to-dma` produces from an address-assigned copy kernel:
 a `dma.program` holding the kernel's buffers, each at a memory space and a
 byte address (kernel parameters keep their names, shapes and dtypes so a
-program runs on its own), then `dma.start` and `dma.wait` instructions in
-program order. A start moves a strided box of elements (shape, and strides
-in elements at each end) between two addresses and signals a semaphore by
-id; a wait lowers a semaphore by a byte count. Every instruction is located
+program runs on its own), the names of its semaphores (`dma.semaphore`),
+then its instructions in program order: `dma.start`, `dma.wait`,
+`dma.invalidate` and `dma.compute`, inside `dma.loop`s. A start moves a
+strided box of elements (shape, and strides in elements at each end)
+between two addresses and signals a semaphore by id; a wait lowers a semaphore by a byte count. Every instruction is located
 at its source statement, with the pytree leaf or block it came from as a
 named location.
 
@@ -55,7 +56,7 @@ from copyir.dma_schema import Field
 
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
-    """A lowered kernel: `dma.program @k target "default" semaphores 3 { ... }`."""
+    """A lowered kernel: `dma.program "k" target "default" semaphores 3 { ... }`."""
 
     name = "dma.program"
 
@@ -84,7 +85,7 @@ class ProgramOp(IRDLOperation):
 
 @irdl_op_definition
 class BufferOp(IRDLOperation):
-    """A buffer: `dma.buffer "x" hbm 0 f32 array<i64: 8, 128> param`.
+    """A buffer: `dma.buffer "x" "hbm" 0 f32 [8, 128] param`.
 
     Parameters (`param`) are the kernel's inputs and outputs, bound by name.
     """

@@ -2,7 +2,7 @@
 
 A `dma.program` (see `copyir.dialects.dma`) is the stream as IR. `Stream`
 holds the same program as tables, which is what the interpreter executes
-and what the binary form stores: one row per buffer and one row per
+and what the binary form stores: a record per buffer and a table row per
 instruction, with shapes and strides padded to the stream's largest rank.
 Every instruction field, its op property, its text and its table columns
 are listed once, in `copyir.dma_schema`.
