@@ -7,9 +7,9 @@ program runs on its own), the names of its semaphores (`dma.semaphore`),
 then its instructions in program order: `dma.start`, `dma.wait`,
 `dma.invalidate` and `dma.compute`, inside `dma.loop`s. A start moves a
 strided box of elements (shape, and strides in elements at each end)
-between two addresses and signals a semaphore by id; a wait lowers a semaphore by a byte count. Every instruction is located
-at its source statement, with the pytree leaf or block it came from as a
-named location.
+between two addresses and signals a semaphore by id; a wait lowers a
+semaphore by a byte count. Every instruction is located at its source
+statement, with the pytree leaf or block it came from as a named location.
 
 The ops hold what the stream's tables hold and check nothing themselves:
 `copyir.validate` is the one validator of streams, on the tables, whether
