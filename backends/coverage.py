@@ -52,7 +52,7 @@ def box_runs(
     so the pattern is computed once per kind and offset per box. A box
     spans a buffer dimension whole exactly when its extent there is the
     buffer's. `shape_kind`, when given, already groups the rows by buffer
-    and extents (see `protocol.Ends`), which spares hashing them.
+    and extents (see `protocol.BoxAccesses`), which spares hashing them.
     """
     if not len(buffer):
         empty = np.zeros(0, np.int64)

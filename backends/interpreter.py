@@ -7,14 +7,15 @@ Compiling a stream does, once, all the work that needs no data:
    is not a box are reported here, before anything runs);
 2. `backends.protocol` decides the DMA protocol for the whole program
    (races, reads of memory nobody wrote, unsatisfiable waits, DMAs never
-   waited), whatever the completion mode;
+   waited), whatever the completion mode, and `backends.parallel` holds
+   each parallel loop to its claim;
 3. the completion mode decides when, inside its in-flight window, each DMA
    moves its data: `eager` at its start, `on_wait` inside the wait that
    needs its bytes, the most recently started first (as Pallas' interpret
    mode pops its pending DMAs), `random` at a random moment of its window
    (seeded). A correct program gives the same result in every mode.
 
-Executing is then a loop over prepared copies: each DMA end is an index
+Executing is then a loop over prepared copies and computations: each DMA end is an index
 into a strided stack of views of its buffer (one stack per buffer, shape
 and strides), so no view is built per copy in advance and none is checked
 at run time.
@@ -32,23 +33,34 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import math
 import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects.builtin import ShapedType
 
 from copyir import errors
 from copyir.compute import Operand, compile_expression, parse
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
-from copyir.stream import COMPUTE, INVALIDATE, START, WAIT, Buffer, Origin, Stream
+from copyir.stream import (
+    COMPUTE,
+    INVALIDATE,
+    START,
+    WAIT,
+    Buffer,
+    Origin,
+    Stream,
+)
 from copyir.tables import small_groups
-from copyir.validate import Access, Validated, validate_stream
+from copyir.validate import ResolvedEnds, Validated, validate_stream
 
 from . import coverage, parallel, protocol
+from .inputs import as_input, check_inputs, check_names, fill_inputs
 
 POISON = 0xFF
 MODES = ("random", "eager", "on_wait")
@@ -110,7 +122,7 @@ class Program:
 
     validated: Validated
     events: protocol.Events
-    ends: protocol.Ends
+    ends: protocol.BoxAccesses
     memory: protocol.Memory
     namer: _Namer
 
@@ -183,7 +195,7 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
     sizes = [len(access.events[at]) for access, at, _, _ in pieces]
     total = 2 * count + sum(sizes)
     rank = src.lo.shape[1]
-    ends = protocol.Ends(
+    ends = protocol.BoxAccesses(
         event=np.empty(total, np.int64),
         buffer=np.empty(total, np.int64),
         lo=np.empty((total, rank), np.int64),
@@ -196,7 +208,7 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
     )
     buffers = len(validated.layout.buffers)
 
-    def put(rows, access: Access, at, own_destination: bool = False) -> None:
+    def put(rows, access: ResolvedEnds, at, own_destination: bool = False) -> None:
         ends.event[rows] = access.events[at]
         ends.buffer[rows] = access.buffer[at]
         ends.lo[rows] = access.lo[at]
@@ -227,7 +239,7 @@ def _without_boxes(validated: Validated) -> Validated:
     (the largest tables, needed no more)."""
     empty = np.zeros((0, validated.src.lo.shape[1]), np.int64)
 
-    def slim(access: Access) -> Access:
+    def slim(access: ResolvedEnds) -> ResolvedEnds:
         return dataclasses.replace(access, lo=empty, hi=empty)
 
     none = np.zeros(0, np.int64)
@@ -258,7 +270,7 @@ def trace_lines(stream: Stream) -> list[str]:
     src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
     dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
 
-    def box(access: Access, k: int) -> str:
+    def box(access: ResolvedEnds, k: int) -> str:
         return namer.region(int(access.buffer[k]), access.lo[k], access.hi[k])
 
     lines = []
@@ -454,7 +466,7 @@ class Executable:
         index: dict[tuple, int] = {}
         table = self.stream.instructions
 
-        def stacks_of(access: Access, end: str) -> np.ndarray:
+        def stacks_of(access: ResolvedEnds, end: str) -> np.ndarray:
             """Each end's stack: one per (buffer, shape, strides), found once
             per (kind, buffer) pair."""
             nb = len(self.stream.buffers)
@@ -706,12 +718,9 @@ def _run_length(shape: tuple, strides: tuple) -> int:
     """The elements of a box of this shape and these strides when they are
     one run of consecutive elements (dense, row-major), else 0."""
     dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
-    step = 1
-    for n, s in reversed(dims):
-        if s != step:
-            return 0
-        step *= n
-    return step
+    extents = [n for n, _ in dims]
+    dense = tuple(s for _, s in dims) == ShapedType.strides_for_shape(extents)
+    return math.prod(extents) if dense else 0
 
 
 def _parallel_order(stream: Stream, mode: str, seed: int) -> dict[int, np.ndarray]:
@@ -737,19 +746,6 @@ def compile_stream(
     return Executable(stream, provided, mode, seed)
 
 
-def as_input(array: np.ndarray, want: np.dtype) -> np.ndarray:
-    """The array as the parameter's dtype when it only lost its name.
-
-    `.npy` files keep bfloat16 data as raw 2-byte records (`V2`); read back,
-    those are the same bytes, so they are taken as bfloat16.
-    """
-    array = np.asarray(array)
-    raw = array.dtype.kind == "V" and not array.dtype.names
-    if array.dtype != want and raw and array.dtype.itemsize == want.itemsize:
-        return array.view(want)
-    return array
-
-
 def _arena(space: str, size: int) -> np.ndarray:
     try:
         return np.empty(size, np.uint8)
@@ -757,64 +753,6 @@ def _arena(space: str, size: int) -> np.ndarray:
         raise CopyIRError(
             errors.CANNOT_ALLOCATE.format(size=size, space=space, why=err)
         ) from None
-
-
-def check_names(stream: Stream, names) -> None:
-    """Each input name is a parameter's."""
-    params = {b.name: b for b in stream.buffers if b.param}
-    for name in names:
-        if name not in params:
-            raise InvocationError(
-                errors.RUN_UNKNOWN_INPUT.format(
-                    name=name, kernel=stream.kernel, params=", ".join(params)
-                )
-            )
-
-
-def check_inputs(stream: Stream, inputs: Mapping[str, np.ndarray]) -> None:
-    """Each input names a parameter and has its shape and dtype."""
-    check_names(stream, inputs)
-    params = {b.name: b for b in stream.buffers if b.param}
-    for name, value in inputs.items():
-        buffer = params[name]
-        array = as_input(value, BY_NAME[buffer.dtype].numpy)
-        if array.dtype != BY_NAME[buffer.dtype].numpy or array.shape != buffer.shape:
-            raise InvocationError(
-                errors.RUN_INPUT_MISMATCH.format(
-                    name=name,
-                    got=f"{array.dtype.name}{list(array.shape)}",
-                    want=f"{buffer.dtype}{list(buffer.shape)}",
-                )
-            )
-
-
-def fill_inputs(
-    stream: Stream, inputs: Mapping[str, np.ndarray], fill: str, seed: int = 0
-) -> dict[str, np.ndarray]:
-    """The inputs, plus every other parameter bound to zeros, to 0, 1, 2, ...
-    (cast to its dtype), or to random values."""
-    rng = np.random.default_rng(seed)
-    filled = dict(inputs)
-    for buffer in stream.buffers:
-        if not buffer.param or buffer.name in filled:
-            continue
-        dtype = BY_NAME[buffer.dtype].numpy
-        count = buffer.nbytes // dtype.itemsize
-        try:
-            if fill == "zeros":
-                values = np.zeros(count, dtype)
-            elif fill == "iota":
-                values = np.arange(count).astype(dtype)
-            else:
-                values = rng.integers(0, 100, count).astype(dtype)
-        except (MemoryError, ValueError) as err:  # the machine cannot hold it
-            raise CopyIRError(
-                errors.CANNOT_ALLOCATE_INPUT.format(
-                    size=buffer.nbytes, name=buffer.name, why=err
-                )
-            ) from None
-        filled[buffer.name] = values.reshape(buffer.shape)
-    return filled
 
 
 def run_stream(
@@ -835,8 +773,10 @@ __all__ = [
     "Buffer",
     "Executable",
     "Origin",
+    "as_input",
     "check_stream",
     "compile_stream",
+    "fill_inputs",
     "run_stream",
     "trace_lines",
 ]

@@ -34,7 +34,7 @@ CHUNK = 1 << 18
 
 
 @dataclass(frozen=True)
-class Accesses:
+class AccessWindows:
     """One row per access: its buffer, box, window and kind."""
 
     buffer: np.ndarray
@@ -46,7 +46,7 @@ class Accesses:
     finish: np.ndarray
     """The event by which it is over (the wait that finishes a DMA)."""
     event: np.ndarray
-    """Accesses of one event (a DMA's two ends) never conflict here."""
+    """AccessWindows of one event (a DMA's two ends) never conflict here."""
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Conflict:
 
 
 def first_conflict(
-    accesses: Accesses, stats: Stats | None = None, bipartite: bool = False
+    accesses: AccessWindows, stats: Stats | None = None, bipartite: bool = False
 ) -> Conflict | None:
     """The conflict detected first: the one whose later access begins
     earliest, then whose earlier access began earliest, then writes against
@@ -115,7 +115,7 @@ def first_conflict(
 
 
 def _best(
-    accesses: Accesses, a: np.ndarray, b: np.ndarray, bipartite: bool = False
+    accesses: AccessWindows, a: np.ndarray, b: np.ndarray, bipartite: bool = False
 ) -> tuple | None:
     """Among candidate pairs, the earliest real conflict, as a sort key
     ending in (later, earlier); in a bipartite search, a read of an earlier
@@ -226,7 +226,7 @@ def _searched(
     return found
 
 
-def _by_time(accesses: Accesses, bipartite: bool = False) -> _Order:
+def _by_time(accesses: AccessWindows, bipartite: bool = False) -> _Order:
     """Partners that begin while the anchor's window is open."""
     span = int(max(accesses.finish.max(), accesses.start.max())) + 2
     key = accesses.buffer * span + accesses.start
@@ -239,7 +239,7 @@ def _by_time(accesses: Accesses, bipartite: bool = False) -> _Order:
     return _Order("time", partners, table.writers, lo, hi, write)
 
 
-def _by_position(accesses: Accesses, dim: int, bipartite: bool = False) -> _Order:
+def _by_position(accesses: AccessWindows, dim: int, bipartite: bool = False) -> _Order:
     """Partners whose box begins inside the anchor's along one dimension
     (ties in the beginning broken by the sort, so each pair appears once;
     in a bipartite search a pair of equal beginnings may appear twice)."""

@@ -158,9 +158,10 @@ def _dma_violations(stream, level: Level, events, starts, finish, namer):
 
 @dataclass(frozen=True)
 class _Taking:
-    """The accesses that take part in a level's search: rows of `Ends`,
-    each as a read or a write, with the box it is checked by (a read's
-    part that its own iteration did not write, bounded)."""
+    """The accesses that take part in a level's search: rows of
+    `protocol.BoxAccesses`, each as a read or a write, with the box it is
+    checked by (a read's part that its own iteration did not write,
+    bounded)."""
 
     rows: np.ndarray
     write: np.ndarray
@@ -198,7 +199,7 @@ def _access_violations(stream, level: Level, ends, memory, namer, stats=None):
         if not len(mine.rows):
             continue
         event = ends.event[mine.rows]
-        accesses = overlaps.Accesses(
+        accesses = overlaps.AccessWindows(
             ends.buffer[mine.rows],
             mine.lo,
             mine.hi,

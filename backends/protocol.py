@@ -1,4 +1,4 @@
-"""The DMA protocol, decided once over a whole program: DESIGN's rule.
+"""The DMA protocol, decided once over a whole program (docs/protocol.md).
 
 Semaphores count bytes. A DMA d on semaphore s is finished at the first
 wait w on s after d at which the bytes consumed by all waits on s so far,
@@ -7,10 +7,11 @@ d is in flight, and nothing else may read or write its destination or
 write its source. Any access that breaks this is a race, whatever order
 the DMAs happen to complete in.
 
-The program is a table of events in program order (DMA starts and waits;
-the accesses each start makes are rows of `Ends`), and every question is
-answered for all events at once with numpy, never by walking the events
-one by one in Python:
+The program is a table of events in program order (DMA starts and waits,
+computations and invalidations; the accesses each makes are rows of
+`BoxAccesses`), and every
+question is answered for all events at once with numpy, never by walking
+the events one by one in Python:
 
 - each wait's bytes needed against the bytes that can still arrive (a wait
   no DMA can satisfy is an error, never a hang), and from the same running
@@ -61,7 +62,7 @@ class Events:
 
 
 @dataclass(frozen=True)
-class Ends:
+class BoxAccesses:
     """The accesses to memory, one row each: a DMA's source (read) and
     destination (written; read too when the DMA adds), in consecutive
     rows; a computation's operands (read) and destination (written); an
@@ -142,7 +143,7 @@ class Verdict:
 
 def check(
     events: Events,
-    ends: Ends,
+    ends: BoxAccesses,
     memory: Memory,
     namer: Namer,
     claims: Callable[[np.ndarray, np.ndarray], Any] | None = None,
@@ -168,7 +169,7 @@ def check(
             (int(ends.event[overlap[0]]), 1, lambda: _overlap(ends, overlap, namer))
         )
     stats = overlaps.Stats()
-    accesses = overlaps.Accesses(
+    accesses = overlaps.AccessWindows(
         ends.buffer, ends.lo, ends.hi, ends.write, ends.event, window_end, ends.event
     )
     conflict = overlaps.first_conflict(accesses, stats)
@@ -307,7 +308,7 @@ def _leftovers(events, starts, leftover, sems, namer: Namer) -> CopyIRError:
 # -- accesses --------------------------------------------------------------------------
 
 
-def _self_overlap(ends: Ends) -> tuple[int, int] | None:
+def _self_overlap(ends: BoxAccesses) -> tuple[int, int] | None:
     """The first DMA whose source and destination share an element: its
     two ends are consecutive rows of one event."""
     event, instant, buffer = ends.event, ends.instant, ends.buffer
@@ -322,7 +323,7 @@ def _self_overlap(ends: Ends) -> tuple[int, int] | None:
     return int(a[0]), int(a[0]) + 1
 
 
-def _overlap(ends: Ends, pair, namer: Namer) -> CopyIRError:
+def _overlap(ends: BoxAccesses, pair, namer: Namer) -> CopyIRError:
     src, dst = pair
     return namer.fail(
         int(ends.event[src]),
@@ -332,11 +333,11 @@ def _overlap(ends: Ends, pair, namer: Namer) -> CopyIRError:
     )
 
 
-def _region(ends: Ends, row: int, namer: Namer) -> str:
+def _region(ends: BoxAccesses, row: int, namer: Namer) -> str:
     return namer.region(int(ends.buffer[row]), ends.lo[row], ends.hi[row])
 
 
-def _race(ends: Ends, conflict: overlaps.Conflict, namer: Namer) -> CopyIRError:
+def _race(ends: BoxAccesses, conflict: overlaps.Conflict, namer: Namer) -> CopyIRError:
     later, earlier = conflict.later, conflict.earlier
     site = namer.site(int(ends.event[earlier]))
     words = {
@@ -357,7 +358,7 @@ def _race(ends: Ends, conflict: overlaps.Conflict, namer: Namer) -> CopyIRError:
     )
 
 
-def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
+def _first_unwritten(ends: BoxAccesses, memory: Memory) -> tuple[int, int] | None:
     """The first read, in program order, that no earlier write or input
     covers, and its first unwritten element (a global number).
 
@@ -391,7 +392,7 @@ def _first_unwritten(ends: Ends, memory: Memory) -> tuple[int, int] | None:
     return None if best is None else (best[1], best[2])
 
 
-def _by_replay(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
+def _by_replay(ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid):
     """`_replay_buffer`, spared the reads of exactly the box an earlier
     write wrote when nothing in the buffer is invalidated (those stay
     covered): (event, row, first unwritten element), or None."""
@@ -416,7 +417,7 @@ def _by_replay(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
     return _replay_buffer(ends, memory, buffer, reads, writes, invalid)
 
 
-def _box_keys(ends: Ends, rows: np.ndarray) -> np.ndarray:
+def _box_keys(ends: BoxAccesses, rows: np.ndarray) -> np.ndarray:
     return coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
 
 
@@ -424,7 +425,7 @@ _MIXED = object()
 """`_by_boxes`' answer for a buffer whose boxes partly overlap."""
 
 
-def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
+def _by_boxes(ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid):
     """The replay's answer for one buffer, without replaying, when its
     distinct boxes are pairwise identical or disjoint (window slots,
     blocks): then each box lives on its own, and a read of it is covered
@@ -467,7 +468,7 @@ def _by_boxes(ends: Ends, memory: Memory, buffer: int, reads, writes, invalid):
 
 
 def _distinct_boxes(
-    ends: Ends, memory: Memory, rows: np.ndarray
+    ends: BoxAccesses, memory: Memory, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The distinct boxes among rows (of one buffer): a row of each, and
     each row's box number. With shape kinds, a box is its extents (numbered
@@ -493,7 +494,9 @@ def _distinct_boxes(
     return rows[first], kind
 
 
-def _replay_buffer(ends: Ends, memory: Memory, buffer: int, mine_r, mine_w, mine_i):
+def _replay_buffer(
+    ends: BoxAccesses, memory: Memory, buffer: int, mine_r, mine_w, mine_i
+):
     """Replay one buffer's writes, invalidations and doubtful reads in
     program order over an interval set (an input written whole first):
     (event, row, first unwritten element) of the first read not covered."""
@@ -522,7 +525,9 @@ def _replay_buffer(ends: Ends, memory: Memory, buffer: int, mine_r, mine_w, mine
     return None
 
 
-def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRError:
+def _uninitialized(
+    ends: BoxAccesses, memory: Memory, found, namer: Namer
+) -> CopyIRError:
     row, missing = found
     buffer = int(ends.buffer[row])
     flat = missing - int(memory.bases[buffer])
@@ -544,6 +549,6 @@ def _uninitialized(ends: Ends, memory: Memory, found, namer: Namer) -> CopyIRErr
     )
 
 
-def _write_runs(ends: Ends, memory: Memory) -> coverage.Runs:
+def _write_runs(ends: BoxAccesses, memory: Memory) -> coverage.Runs:
     writes = np.flatnonzero(ends.write & ~ends.invalidate)
     return ends.runs(memory, writes)

@@ -27,8 +27,9 @@ loops' domain (`copyir.domain`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects.builtin import ShapedType
 from xdsl.ir import Block, SSAValue
@@ -45,6 +46,9 @@ from copyir.dialects.copy import (
     Subscript,
     ViewOp,
 )
+
+Bound = int | AffineExpr
+"""A bound of an access's box: an integer, or an expression of loop indices."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class Access:
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     """Per dimension of the ref, in elements of the root."""
-    box: tuple[tuple[int | AffineExpr, int | AffineExpr], ...]
+    box: tuple[tuple[Bound, Bound], ...]
     """[lo, hi) per dimension of the root."""
     dims: tuple[int, ...]
     """The root dimension that each dimension of the ref runs along."""
@@ -116,15 +120,22 @@ class Access:
 
     def overlaps(self, other: Access) -> bool | None:
         """Whether the two refs share an element; None when that depends on
-        loop indices (see `Accesses.overlap_at`)."""
+        loop indices (the verifier asks `meets` at every point of the
+        loops' domain)."""
         if self.root is not other.root:
             return False
         if not (self.is_static and other.is_static):
             return None
-        return all(
-            lo1 < hi2 and lo2 < hi1
-            for (lo1, hi1), (lo2, hi2) in zip(self.box, other.box, strict=True)
-        )
+        return self.meets(other)
+
+    def meets(self, other: Access, at: Callable[[Bound], Any] = lambda b: b) -> Any:
+        """Whether the boxes of two accesses of one root meet: a bool for
+        static boxes; with `at`, which gives a bound's values at points of
+        the loops' domain (numpy arrays), whether they meet at each point."""
+        meet = True
+        for (lo1, hi1), (lo2, hi2) in zip(self.box, other.box, strict=True):
+            meet = meet & (at(lo1) < at(hi2)) & (at(lo2) < at(hi1))
+        return meet
 
 
 def _root_shape(value: SSAValue) -> tuple[int, ...] | None:

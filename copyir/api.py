@@ -37,7 +37,7 @@ FORMATS = ("cpy", "mlir")
 TEXT_FORMATS = ("cpy", "mlir", "dma")
 """The forms `to_text` prints."""
 
-Program = Union[ModuleOp, ProgramOp, "Stream"]
+LoadedProgram = Union[ModuleOp, ProgramOp, "Stream"]
 """A program in memory: a copy-dialect module, or a lowered one."""
 
 
@@ -105,17 +105,17 @@ def read_program(
 ) -> ModuleOp | ProgramOp | Stream:
     """A program from a file's bytes, its form given or detected (see
     `copyir.files.detect_format`)."""
-    from copyir.files import decode, detect_format
+    from copyir.files import decode_utf8, detect_format
 
     format = detect_format(name, data, format)
     if format == "npz":
         from copyir.stream import load_npz
 
         return load_npz(io.BytesIO(data), name)
-    return parse_program(decode(data, name), name, format)
+    return parse_program(decode_utf8(data, name), name, format)
 
 
-def _program(program: object, function: str, lowered: bool = True) -> Program:
+def _program(program: object, function: str, lowered: bool = True) -> LoadedProgram:
     """Any accepted form of a program as one in memory; a wrong type is a
     `TypeError` naming what is accepted."""
     from copyir.stream import Stream

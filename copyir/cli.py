@@ -113,7 +113,7 @@ def _verify_parser(commands) -> None:
         "(races, unsatisfiable waits, DMAs never waited, reads of scratch "
         "nobody wrote; parameters count as inputs)",
     )
-    verify.set_defaults(run=_verify)
+    verify.set_defaults(run=_verify_command)
 
 
 def _opt_parser(commands) -> None:
@@ -181,7 +181,7 @@ def _lower_parser(commands) -> None:
     _add_input_options(lower)
     _add_target_option(lower)
     _add_diagnostic_options(lower)
-    lower.set_defaults(run=_lower)
+    lower.set_defaults(run=_lower_command)
 
 
 def _run_parser(commands) -> None:
@@ -250,7 +250,7 @@ def _run_parser(commands) -> None:
     _add_input_options(run)
     _add_target_option(run)
     _add_diagnostic_options(run)
-    run.set_defaults(run=_run)
+    run.set_defaults(run=_run_command)
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -342,7 +342,7 @@ class _Unit:
 def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
     """Every program of the named files, all read before any work starts."""
     from copyir.expectations import split_chunks
-    from copyir.files import decode, detect_format, read_bytes
+    from copyir.files import decode_utf8, detect_format, read_bytes
 
     units = []
     for data, name in [read_bytes(path) for path in paths]:
@@ -351,7 +351,7 @@ def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
             units.append(_Unit(name, format, data=data))
             continue
         try:
-            text = decode(data, name)
+            text = decode_utf8(data, name)
         except CopyIRError as err:
             units.append(_Unit(name, format, error=err))
             continue
@@ -363,7 +363,7 @@ def _units(args: argparse.Namespace, paths: Iterable[str]) -> list[_Unit]:
     return units
 
 
-def _program(unit: _Unit, args: argparse.Namespace, check: bool = True):
+def _checked_program(unit: _Unit, args: argparse.Namespace, check: bool = True):
     """The unit's program, reduced to `--kernel` if given, and checked
     (unless the caller lowers it, which checks): a copy module is verified,
     a lowered one validated as a stream."""
@@ -456,17 +456,17 @@ def _print(diagnostic: Diagnostic, sources: dict[str, str]) -> None:
 # -- commands -----------------------------------------------------------------
 
 
-def _verify(args: argparse.Namespace) -> int:
+def _verify_command(args: argparse.Namespace) -> int:
     if args.output and args.emit is None:
         raise InvocationError(errors.NEEDS_EMIT)
     if args.output and len(args.files) > 1:
         raise InvocationError(errors.ONE_INPUT_FOR_OUTPUT)
     _check_target(args.target)
-    _check_output(args, args.output)
+    _check_output_path(args, args.output)
     units = _units(args, args.files)
 
     def work(unit: _Unit) -> str:
-        program = _program(unit, args)
+        program = _checked_program(unit, args)
         if args.protocol:
             from copyir.api import check_protocol
 
@@ -491,7 +491,7 @@ def _opt(args: argparse.Namespace) -> int:
 
     _check_target(args.target)
     passes = pipeline(args.passes, args.target)
-    _check_output(args, args.output, passes)
+    _check_output_path(args, args.output, passes)
     units = _units(args, [args.file])
 
     def observe(when: str, module_pass, ir) -> None:
@@ -503,7 +503,7 @@ def _opt(args: argparse.Namespace) -> int:
             print(copyir.to_text(ir, args.emit, args.debuginfo), file=sys.stderr)
 
     def work(unit: _Unit) -> str:
-        program = _program(unit, args)
+        program = _checked_program(unit, args)
         if isinstance(program, Stream):
             program = to_program(program)
         module = program if isinstance(program, ModuleOp) else ModuleOp([program])
@@ -528,7 +528,7 @@ def _list_passes() -> None:
                 print(f"{'':<{width}}      {option.doc}")
 
 
-def _lower(args: argparse.Namespace) -> int:
+def _lower_command(args: argparse.Namespace) -> int:
     from copyir.stream import save_npz
 
     npz_output = bool(args.output) and args.output.endswith(".npz")
@@ -540,11 +540,11 @@ def _lower(args: argparse.Namespace) -> int:
             errors.ONE_PROGRAM_FOR_OUTPUT.format(option="--format npz")
         )
     _check_target(args.target)
-    _check_output(args, args.output)
+    _check_output_path(args, args.output)
     units = _units(args, [args.file])
 
     def work(unit: _Unit):
-        program = _program(unit, args, check=False)
+        program = _checked_program(unit, args, check=False)
         program = copyir.lower(program, args.kernel, args.target, in_place=True)
         if form == "npz":
             return lambda out: save_npz(copyir.to_stream(program), out)
@@ -561,7 +561,7 @@ def _lower(args: argparse.Namespace) -> int:
     return status
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run_command(args: argparse.Namespace) -> int:
     from copyir.files import read_source, save_outputs, written_parameters
 
     if args.output not in (None, "-") and not args.output.endswith(".npz"):
@@ -569,7 +569,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.output and args.split_input_file:
         raise InvocationError(errors.ONE_PROGRAM_FOR_OUTPUT.format(option="--output"))
     _check_target(args.target)
-    _check_output(args, args.output)
+    _check_output_path(args, args.output)
     for path in args.source:
         text, name = read_source(path)
         args.sources[name] = text
@@ -618,7 +618,7 @@ def _stream_and_inputs(unit: _Unit, args: argparse.Namespace):
     from copyir.backends.interpreter import fill_inputs
     from copyir.files import load_inputs, parameters
 
-    program = _program(unit, args, check=False)
+    program = _checked_program(unit, args, check=False)
     if isinstance(program, ModuleOp):
         stream = lowered_stream(program, args.kernel, args.target, in_place=True)
     else:
@@ -669,7 +669,7 @@ def _check_target(name: str) -> None:
     get_target(name)
 
 
-def _check_output(args: argparse.Namespace, output: str | None, passes=()) -> None:
+def _check_output_path(args: argparse.Namespace, output: str | None, passes=()) -> None:
     """Before any work: the output can be written and is no file the
     command reads."""
     from copyir.files import check_not_input, check_output

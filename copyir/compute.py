@@ -12,7 +12,7 @@ numpy's do; `max` and `min` propagate NaN as `np.maximum` and `np.minimum`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,7 +159,7 @@ def check(text: str, dtype, inputs: int) -> Expression:
         raise CopyIRError(errors.COMPUTE_MALFORMED.format(why=err)) from None
     numpy = dtype.numpy
     floating = np.issubdtype(numpy, np.floating) or dtype.name == "bf16"
-    for node in _nodes(expression):
+    for node in nodes(expression):
         if isinstance(node, Operand) and not 0 <= node.index < inputs:
             raise CopyIRError(
                 errors.COMPUTE_MALFORMED.format(why=f"no operand ${node.index}")
@@ -186,11 +186,12 @@ def check(text: str, dtype, inputs: int) -> Expression:
     return expression
 
 
-def _nodes(expression: Expression):
+def nodes(expression: Expression) -> Iterator[Expression]:
+    """The expression and every expression inside it, outermost first."""
     yield expression
     if isinstance(expression, Apply):
         for arg in expression.args:
-            yield from _nodes(arg)
+            yield from nodes(arg)
 
 
 _UFUNCS = {

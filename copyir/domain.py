@@ -22,7 +22,7 @@ from xdsl.ir.affine import AffineSet
 
 from copyir.index import grid_points, holds
 
-CHUNK = 1 << 20
+CHUNK_POINTS = 1 << 20
 """Points evaluated at once."""
 
 
@@ -62,8 +62,8 @@ class Domain:
         loops; only the points where every condition holds)."""
         trips = [loop.upper - loop.lower for loop in self.loops]
         total = self.size
-        for start in range(0, total, CHUNK):
-            flat = np.arange(start, min(total, start + CHUNK), dtype=np.int64)
+        for start in range(0, total, CHUNK_POINTS):
+            flat = np.arange(start, min(total, start + CHUNK_POINTS), dtype=np.int64)
             values = grid_points(trips, flat) if trips else ()
             dims = {
                 loop.dim: value + loop.lower

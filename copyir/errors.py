@@ -12,7 +12,9 @@ and name nothing; the others name the values involved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,9 @@ class Note:
     loc: Loc | None = None
 
 
-class CopyIRError(ValueError):
-    """A user-facing error: `str(err)` is exactly the message."""
+class Located:
+    """A message at a location, with notes: what an error and a warning
+    share. `str()` is exactly the message."""
 
     def __init__(
         self, message: str, loc: Loc | None = None, notes: tuple[Note, ...] = ()
@@ -48,6 +51,10 @@ class CopyIRError(ValueError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class CopyIRError(Located, ValueError):
+    """A user-facing error: `str(err)` is exactly the message."""
 
     def at(self, loc: Loc | None) -> CopyIRError:
         """Give the error a location if it has none yet; returns self."""
@@ -69,7 +76,14 @@ class InternalError(Exception):
     not a `CopyIRError` (the command line exits 3 and asks for a report)."""
 
 
-class CopyIRWarning(UserWarning):
+def format_tuple(items: Iterable) -> str:
+    """`(8, 3)`, `(4,)`: values as Python writes a tuple, in messages and in
+    printed programs (numpy integers as plain ones)."""
+    texts = [str(int(i)) if isinstance(i, Integral) else str(i) for i in items]
+    return f"({', '.join(texts)}{',' * (len(texts) == 1)})"
+
+
+class CopyIRWarning(Located, UserWarning):
     """A located diagnostic that does not stop the command.
 
     Raised through Python's `warnings` module (`warnings.warn(CopyIRWarning(
@@ -77,17 +91,6 @@ class CopyIRWarning(UserWarning):
     command line prints it as `file:line:col: warning: message`, and
     `--verify-diagnostics` matches it against `expected-warning` comments.
     """
-
-    def __init__(
-        self, message: str, loc: Loc | None = None, notes: tuple[Note, ...] = ()
-    ):
-        super().__init__(message)
-        self.message = message
-        self.loc = loc
-        self.notes = tuple(notes)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 # Verbatim from Pallas (jax/_src/pallas/mosaic/helpers.py, pipeline.py).
@@ -355,6 +358,11 @@ OUT_OF_MEMORY = (
     "events, at about {bytes} bytes each)"
 )
 CANNOT_READ_STREAM = "Cannot read DMA stream {name}: {why}"
+STREAM_VERSION = (
+    "it is a copyir DMA stream of format version {found}, and this copyir "
+    "reads version {expected} only: lower the program again with this copyir"
+)
+"""The `why` of CANNOT_READ_STREAM for an `.npz` of another format version."""
 RUN_NOT_A_BOX = (
     "DMA {end} {region} is not a box of buffer {name} {shape}: its "
     "{extents} elements with strides {strides} do not step along the "

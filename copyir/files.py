@@ -76,7 +76,7 @@ def read_bytes(path: str) -> tuple[bytes, str]:
             raise FileError(errors.CANNOT_READ.format(path=path, why=why)) from None
 
 
-def decode(data: bytes, name: str) -> str:
+def decode_utf8(data: bytes, name: str) -> str:
     """Text as UTF-8; other bytes are a located `CopyIRError` (the program
     is wrong, not the command line)."""
     try:
@@ -93,7 +93,7 @@ def decode(data: bytes, name: str) -> str:
 def read_source(path: str) -> tuple[str, str]:
     """The text of a source file and the name diagnostics use for it."""
     data, name = read_bytes(path)
-    return decode(data, name), name
+    return decode_utf8(data, name), name
 
 
 def detect_format(name: str, data: bytes, given: str | None = None) -> str:
@@ -445,7 +445,7 @@ def _corrupt() -> tuple[type[BaseException], ...]:
     return (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
-CHUNK = 1 << 24
+CHUNK_BYTES = 1 << 24
 """Input data is read in pieces of this many bytes (file objects that are
 not raw files copy what they read once more)."""
 
@@ -486,7 +486,7 @@ def _read_array(
     raw = memoryview(flat.view(np.uint8))
     done = 0
     while done < len(raw):
-        count = file.readinto(raw[done : done + CHUNK])
+        count = file.readinto(raw[done : done + CHUNK_BYTES])
         if not count:
             raise FileError(
                 errors.INPUT_TRUNCATED.format(path=path, nbytes=param.nbytes)
@@ -595,7 +595,7 @@ __all__ = [
     "Param",
     "check_not_input",
     "check_output",
-    "decode",
+    "decode_utf8",
     "detect_format",
     "load_inputs",
     "load_outputs",

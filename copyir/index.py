@@ -193,6 +193,30 @@ def divides_by_zero(exprs: Iterable[AffineExpr]) -> bool:
     )
 
 
+def substitute(
+    affine_set: AffineSet, args: Sequence[AffineExpr], num_dims: int | None = None
+) -> AffineSet:
+    """The set with dimension k replaced by `args[k]` (a `when`'s condition
+    over its operands as one over loop dimensions). It has `num_dims`
+    dimensions, else as many as the args use; constraints stay as written."""
+    if num_dims is None:
+        dims = (e for a in args for e in a.dfs() if isinstance(e, AffineDimExpr))
+        num_dims = 1 + max((e.position for e in dims), default=-1)
+    return AffineSet(
+        num_dims,
+        0,
+        tuple(
+            AffineConstraintExpr(
+                c.kind,
+                c.lhs.replace_dims_and_symbols(args, []),
+                c.rhs.replace_dims_and_symbols(args, []),
+                canonicalize=False,
+            )
+            for c in affine_set.constraints
+        ),
+    )
+
+
 def holds(sets: Sequence[AffineSet], dims: Dims) -> np.ndarray:
     """Where any of the sets holds (each a conjunction of constraints),
     exactly: the two sides are compared, never subtracted."""

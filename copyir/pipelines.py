@@ -44,12 +44,12 @@ from copyir.dialects.copy import (
     PipelineOp,
     describe,
 )
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, format_tuple
 from copyir.index import evaluate, grid_points
 
 
 @dataclass(frozen=True)
-class Operand:
+class PipelineOperand:
     """One operand's part of the schedule.
 
     `follows` is the innermost sequential grid dimension whose change moves
@@ -79,7 +79,7 @@ class Schedule:
     grid: tuple[int, ...]
     parallel: int
     """How many leading grid dimensions are parallel."""
-    operands: list[Operand]
+    operands: list[PipelineOperand]
 
     @property
     def sequential(self) -> tuple[int, ...]:
@@ -121,7 +121,7 @@ class Schedule:
             )  # the outermost needs no mod
         return point
 
-    def counter(self, operand: Operand, point: list[AffineExpr]) -> AffineExpr:
+    def counter(self, operand: PipelineOperand, point: list[AffineExpr]) -> AffineExpr:
         """The operand's count of changes before the point (its slot is this
         modulo its buffer count)."""
         if operand.follows is None:
@@ -129,7 +129,7 @@ class Schedule:
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
 
-    def counter_at_step(self, operand: Operand, offset: int) -> AffineExpr:
+    def counter_at_step(self, operand: PipelineOperand, offset: int) -> AffineExpr:
         """The counter at the point `offset` steps from the current one, in
         the simplest form: the step number divided by the steps the block
         stays put (equal to `counter` at `at_step(offset)` there)."""
@@ -143,7 +143,7 @@ class Schedule:
         return step // stays if stays > 1 else step
 
     def changes(
-        self, operand: Operand, point: list[AffineExpr]
+        self, operand: PipelineOperand, point: list[AffineExpr]
     ) -> list[AffineConstraintExpr]:
         """Constraints (all `== 0`) that hold where the operand's block
         changes at the point."""
@@ -159,7 +159,9 @@ class Schedule:
             for d in after
         ]
 
-    def block(self, operand: Operand, point: list[AffineExpr]) -> list[AffineExpr]:
+    def block(
+        self, operand: PipelineOperand, point: list[AffineExpr]
+    ) -> list[AffineExpr]:
         return [
             r.replace_dims_and_symbols(point, []) for r in operand.index_map.results
         ]
@@ -210,14 +212,9 @@ def analyse(op: PipelineOp) -> Schedule:
         follows = _follows(ref, grid, parallel, points, changed, first)
         trivial = bref.is_trivial_windowing
         operands.append(
-            Operand(ref, output, number, bref, affine_map, follows, trivial)
+            PipelineOperand(ref, output, number, bref, affine_map, follows, trivial)
         )
     return Schedule(grid, parallel, operands)
-
-
-def _tuple(values) -> str:
-    values = [int(v) for v in values]
-    return f"({values[0]},)" if len(values) == 1 else f"({', '.join(map(str, values))})"
 
 
 def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
@@ -242,7 +239,7 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
                     bref=describe(ref),
                     extent=count,
                 )
-                + f", in iteration {_tuple(points[:, at])}"
+                + f", in iteration {format_tuple(points[:, at])}"
             )
 
 
@@ -272,11 +269,11 @@ def _check_revisit(number: int, blocks, points, first) -> None:
         start, before = runs[k], int(earlier[k])
         raise CopyIRError(
             errors.REVISITED.format(
-                block=_tuple(blocks[:, start]),
+                block=format_tuple(blocks[:, start]),
                 output=number,
-                iteration=_tuple(points[:, start]),
-                first=_tuple(points[:, runs[before]]),
-                last=_tuple(points[:, ends[before]]),
+                iteration=format_tuple(points[:, start]),
+                first=format_tuple(points[:, runs[before]]),
+                last=format_tuple(points[:, ends[before]]),
             )
         )
 
@@ -295,9 +292,9 @@ def _check_parallel_revisit(ref, number: int, blocks, points, parallel: int) -> 
                 errors.PARALLEL_REVISIT.format(
                     output=number,
                     name=describe(ref),
-                    block=_tuple(blocks[:, at]),
-                    first=_tuple(points[:, first[at]]),
-                    second=_tuple(points[:, at]),
+                    block=format_tuple(blocks[:, at]),
+                    first=format_tuple(points[:, first[at]]),
+                    second=format_tuple(points[:, at]),
                     dim=dim,
                 )
             )
@@ -321,7 +318,7 @@ def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
         errors.IRREGULAR_INDEX_MAP.format(
             name=describe(ref),
             why="it changes at iterations "
-            + ", ".join(_tuple(points[:, s]) for s in steps)
+            + ", ".join(format_tuple(points[:, s]) for s in steps)
             + ", ...",
         )
     )

@@ -11,6 +11,7 @@ consecutive ids, an array one id per element. The results are attributes:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -90,12 +91,7 @@ def assign_addresses(kernel: KernelOp, target: Target) -> None:
             op.attributes[ADDRESS] = IntegerAttr(address, i64)
         elif isinstance(op, SemaphoreOp):
             op.attributes[SEM_ID] = IntegerAttr(next_sem, i64)
-            type = op.result.type
-            count = 1
-            if isinstance(type, SemaphoreArrayType):
-                for extent in type.get_shape():
-                    count *= extent
-            next_sem += count
+            next_sem += semaphore_count(op)
         elif isinstance(op, BufferedRefOp):
             raise CopyIRError(
                 errors.NEEDS_PASS.format(
@@ -121,3 +117,9 @@ class AssignAddressesPass(ModulePass):
         for kernel in op.ops:
             if isinstance(kernel, KernelOp):
                 assign_addresses(kernel, target)
+
+
+def semaphore_count(op: SemaphoreOp) -> int:
+    """How many semaphores a `semaphore` op makes: its array's size, or 1."""
+    type = op.result.type
+    return math.prod(type.get_shape()) if isinstance(type, SemaphoreArrayType) else 1

@@ -1,8 +1,9 @@
 """convert-copy-to-dma: lower an address-assigned copy kernel to a DMA program.
 
 Each kernel becomes a `dma.program`: a `dma.buffer` per parameter and per
-scratch buffer, all at the top, then a `dma.start` or `dma.wait` per DMA in
-program order.
+scratch buffer and a `dma.semaphore` per named semaphore, all at the top,
+then a `dma.start` or `dma.wait` per DMA, a `dma.invalidate` per
+invalidation and a `dma.compute` per computation, in program order.
 Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
 elements, as `copyir.access` folds them (each view once per pass run). A
@@ -18,7 +19,8 @@ a `copy.when` disappears into the predicate of each instruction inside it
 descriptor's start and wait are DMAs of its three values; a computation
 becomes a `dma.compute` over the boxes of its destination and inputs.
 
-Needs expand-pytree-copies, expand-windows and assign-addresses first.
+Needs expand-pipelines, expand-pytree-copies, expand-windows and
+assign-addresses first.
 """
 
 from __future__ import annotations
@@ -26,28 +28,31 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from copyir.passes.assign_addresses import ADDRESS, PARAM_ADDRESSES, SEM_ID, TARGET
+from copyir.passes.assign_addresses import (
+    ADDRESS,
+    PARAM_ADDRESSES,
+    SEM_ID,
+    TARGET,
+    semaphore_count,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
     ArrayAttr,
-    IntegerAttr,
     ModuleOp,
-    StringAttr,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
-    AffineConstraintExpr,
     AffineExpr,
     AffineMap,
     AffineSet,
 )
 from xdsl.passes import ModulePass
 
+from copyir import dma_schema as schema
 from copyir import errors
 from copyir.access import Accesses
 from copyir.attributes import i64_array, i64_attr, int_values, string_attr
@@ -70,13 +75,11 @@ from copyir.dialects.copy import (
     WhenOp,
     describe,
 )
+from copyir.dma_schema import EndAttributes
 from copyir.errors import CopyIRError
+from copyir.index import substitute
 from copyir.locations import loc_of
 from copyir.names import FreshNames
-
-Strided = tuple[str, int | AffineExpr, list[int], list[int]]
-"""(space, byte address, shape, strides in elements) of one end of a DMA;
-the address is affine in loop dimensions inside loops."""
 
 
 @dataclass(frozen=True)
@@ -90,37 +93,54 @@ class _Context:
     lowers: tuple[int, ...] = ()
     """Each loop's lower bound: a dma.loop counts from 0."""
 
-    def local(self, expr: AffineExpr) -> AffineExpr:
-        """The expression over this instruction's loops: d0 the outermost."""
+    def slots(self) -> list[AffineExpr]:
+        """Per kernel-wide dimension, its expression over this instruction's
+        loops (d0 the outermost, counting from the loop's lower bound)."""
         width = max(self.dims, default=-1) + 1
         slots = [AffineExpr.constant(0)] * width
         for position, (dim, lower) in enumerate(
             zip(self.dims, self.lowers, strict=True)
         ):
             slots[dim] = AffineExpr.dimension(position) + lower
-        return expr.replace_dims_and_symbols(slots, [])
+        return slots
 
     def value(self, value: int | AffineExpr) -> Attribute:
         """A field: an integer when static, else an affine map."""
         if isinstance(value, AffineExpr) and not isinstance(value, AffineConstantExpr):
-            return AffineMapAttr(AffineMap(len(self.dims), 0, (self.local(value),)))
+            local = value.replace_dims_and_symbols(self.slots(), [])
+            return AffineMapAttr(AffineMap(len(self.dims), 0, (local,)))
         return i64_attr(value if isinstance(value, int) else value.value)
 
     def predicate(self) -> Attribute | None:
         """The conjunction of the conditions, as an `or` of sets."""
         if not self.conditions:
             return None
+        slots, width = self.slots(), len(self.dims)
         sets = []
         for combo in itertools.product(*self.conditions):
             constraints = tuple(
-                AffineConstraintExpr(
-                    c.kind, self.local(c.lhs), self.local(c.rhs), canonicalize=False
-                )
-                for s in combo
-                for c in s.constraints
+                c for s in combo for c in substitute(s, slots, width).constraints
             )
-            sets.append(AffineSetAttr(AffineSet(len(self.dims), 0, constraints)))
+            sets.append(AffineSetAttr(AffineSet(width, 0, constraints)))
         return ArrayAttr(sets)
+
+    def instruction(
+        self, kind: type[dma.InstructionOp], properties: dict, op: Operation
+    ) -> Operation:
+        """An instruction located at its copy op, guarded by the conditions."""
+        if (predicate := self.predicate()) is not None:
+            properties["predicate"] = predicate
+        return kind.create(properties=properties, location=op.location)
+
+
+_EXPANDED_BY = {
+    "copy.sync_copy": "expand-pytree-copies",
+    "copy.buffered_ref": "expand-windows",
+    "copy.buffered_copy": "expand-windows",
+    "copy.window": "expand-windows",
+    "copy.pipeline": "expand-pipelines",
+}
+"""The pass that turns each op without a DMA form into ops with one."""
 
 
 class _Lowering:
@@ -181,9 +201,9 @@ class _Lowering:
         type: RefType = value.type
         self.buffers[value] = (space, address)
         properties = {
-            "buffer_name": StringAttr(name),
-            "space": StringAttr(space),
-            "address": IntegerAttr(address, i64),
+            "buffer_name": string_attr(name),
+            "space": string_attr(space),
+            "address": i64_attr(address),
             "element_type": type.element_type,
             "shape": i64_array(type.get_shape()),
         }
@@ -204,39 +224,13 @@ class _Lowering:
             return
         if isinstance(op, WhenOp):
             args = [self.accesses.index(a) for a in op.args]
-            sets = tuple(_substitute(s.data, args) for s in op.condition.data)
+            sets = tuple(substitute(s.data, args) for s in op.condition.data)
             inner = _Context(context.dims, (*context.conditions, sets), context.lowers)
             for child in op.body.block.ops:
                 self.lower(child, out, inner)
             return
-        if isinstance(op, DmaOp):
-            out.append(
-                self.instruction(
-                    op.src,
-                    op.dst,
-                    op.sem,
-                    op.is_start,
-                    op.add is not None,
-                    op.priority_value,
-                    op.location,
-                    context,
-                )
-            )
-            return
-        if isinstance(op, AsyncDmaOp):
-            copy = op.descriptor.owner
-            out.append(
-                self.instruction(
-                    copy.src,
-                    copy.dst,
-                    copy.sem,
-                    op.is_start,
-                    op.add is not None,
-                    op.priority_value,
-                    op.location,
-                    context,
-                )
-            )
+        if isinstance(op, DmaOp | AsyncDmaOp):
+            out.append(self.transfer(op, context))
             return
         if isinstance(op, ComputeOp):
             out.append(self.compute(op, context))
@@ -257,16 +251,13 @@ class _Lowering:
             self.sems[op.result] = first
             type = op.result.type
             shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
-            count = 1
-            for extent in shape:
-                count *= extent
-            self.semaphores = max(self.semaphores, first + count)
+            self.semaphores = max(self.semaphores, first + semaphore_count(op))
             if op.result.name_hint:  # named by the user: named in messages too
                 properties = {
-                    "sem_name": StringAttr(
+                    "sem_name": string_attr(
                         self.declared_name(op.result.name_hint, "sem")
                     ),
-                    "first": IntegerAttr(first, i64),
+                    "first": i64_attr(first),
                     "shape": i64_array(shape),
                 }
                 self.declarations.append(
@@ -276,7 +267,7 @@ class _Lowering:
                 )
         elif not isinstance(op, ViewOp | SemIndexOp | IndexOp | AsyncCopyOp):
             raise self.needs(
-                "expand-pytree-copies and expand-windows",
+                _EXPANDED_BY.get(op.name, "expand-pytree-copies and expand-windows"),
                 f"{op.name} has no DMA form yet",
                 op,
             )
@@ -295,8 +286,8 @@ class _Lowering:
             lower, upper = op.bounds[position]
             loop_body = body
             properties = {
-                "iv_name": StringAttr(describe(op.indices[position])),
-                "trip_count": IntegerAttr(upper - lower, i64),
+                "iv_name": string_attr(describe(op.indices[position])),
+                "trip_count": i64_attr(upper - lower),
             }
             if position in op.parallel_dims:
                 properties["parallel"] = UnitAttr()
@@ -309,114 +300,66 @@ class _Lowering:
             ]
         return body[0]
 
-    def instruction(
-        self,
-        src: SSAValue,
-        dst: SSAValue,
-        sem_value: SSAValue,
-        is_start: bool,
-        add: bool,
-        priority: int,
-        location: Attribute,
-        context: _Context,
-    ) -> Operation:
-        sem = context.value(self.sem_id(sem_value))
-        type: RefType = src.type
-        predicate = context.predicate()
-        if not is_start:  # a wait needs its semaphore and byte count only
-            properties = {"sem": sem, "bytes": i64_attr(type.nbytes)}
-            if predicate is not None:
-                properties["predicate"] = predicate
-            return dma.WaitOp.create(properties=properties, location=location)
-        src_space, src_address, shape, src_strides = self.strided(src)
-        dst_space, dst_address, _, dst_strides = self.strided(dst)
-        properties = {
-            "src_space": string_attr(src_space),
-            "src_address": context.value(src_address),
-            "src_strides": i64_array(tuple(src_strides)),
-            "dst_space": string_attr(dst_space),
-            "dst_address": context.value(dst_address),
-            "dst_strides": i64_array(tuple(dst_strides)),
-            "element_type": type.element_type,
-            "shape": i64_array(tuple(shape)),
-            "sem": sem,
-        }
-        if add:
+    def transfer(self, op: DmaOp | AsyncDmaOp, context: _Context) -> Operation:
+        """A start or wait of a DMA, written out (`copy.dma`) or through its
+        descriptor (`copy.async_dma`): its ends and semaphore are the
+        descriptor's."""
+        copy = op.descriptor.owner if isinstance(op, AsyncDmaOp) else op
+        properties = {"sem": context.value(self.sem_id(copy.sem))}
+        if not op.is_start:  # a wait needs its semaphore and byte count only
+            properties["bytes"] = i64_attr(copy.src.type.nbytes)
+            return context.instruction(dma.WaitOp, properties, op)
+        properties |= (
+            schema.SRC.make(self.end(copy.src, context))
+            | schema.DST.make(self.end(copy.dst, context))
+            | self.box(copy.src)
+        )
+        if op.add is not None:
             properties["add"] = UnitAttr()
-        if priority:
-            properties["priority"] = i64_attr(priority)
-        if predicate is not None:
-            properties["predicate"] = predicate
-        return dma.StartOp.create(properties=properties, location=location)
+        if op.priority_value:
+            properties["priority"] = i64_attr(op.priority_value)
+        return context.instruction(dma.StartOp, properties, op)
 
     def invalidate(self, op: InvalidateOp, context: _Context) -> Operation:
-        space, address, shape, strides = self.strided(op.ref)
-        properties = {
-            "space": string_attr(space),
-            "address": context.value(address),
-            "strides": i64_array(tuple(strides)),
-            "element_type": op.ref.type.element_type,
-            "shape": i64_array(tuple(shape)),
-        }
-        if (predicate := context.predicate()) is not None:
-            properties["predicate"] = predicate
-        return dma.InvalidateOp.create(properties=properties, location=op.location)
+        properties = schema.OWN.make(self.end(op.ref, context)) | self.box(op.ref)
+        return context.instruction(dma.InvalidateOp, properties, op)
 
     def compute(self, op: ComputeOp, context: _Context) -> Operation:
-        space, address, shape, strides = self.strided(op.dst)
-        inputs = [self.strided(v) for v in op.inputs]
-        type: RefType = op.dst.type
-        properties = {
-            "space": StringAttr(space),
-            "address": context.value(address),
-            "strides": i64_array(tuple(strides)),
-            "element_type": type.element_type,
-            "shape": i64_array(tuple(shape)),
-            "expression": op.expression,
-            "operand_spaces": ArrayAttr(StringAttr(i[0]) for i in inputs),
-            "operand_addresses": ArrayAttr(context.value(i[1]) for i in inputs),
-            "operand_strides": ArrayAttr(i64_array(tuple(i[3])) for i in inputs),
-        }
-        if (predicate := context.predicate()) is not None:
-            properties["predicate"] = predicate
-        return dma.ComputeOp.create(properties=properties, location=op.location)
+        inputs = [self.end(value, context) for value in op.inputs]
+        properties = (
+            schema.OWN.make(self.end(op.dst, context))
+            | self.box(op.dst)
+            | schema.COMPUTATION.make(op.expression.data, inputs)
+        )
+        return context.instruction(dma.ComputeOp, properties, op)
 
-    def strided(self, value: SSAValue) -> Strided:
+    def end(self, value: SSAValue, context: _Context) -> EndAttributes:
+        """A DMA end: the root buffer's space, its address plus the view's
+        element offset in bytes, and the view's strides in elements."""
         access = self.accesses(value)
         space, address = self.buffers[access.root]
-        itemsize = value.type.dtype.itemsize
+        address += access.offset * value.type.dtype.itemsize
         return (
-            space,
-            address + access.offset * itemsize,
-            list(access.shape),
-            list(access.strides),
+            string_attr(space),
+            context.value(address),
+            i64_array(tuple(access.strides)),
         )
+
+    def box(self, value: SSAValue) -> dict[str, Attribute]:
+        """The element type and shape of a view, as the DMA moves it."""
+        return {
+            "element_type": value.type.element_type,
+            "shape": i64_array(tuple(self.accesses(value).shape)),
+        }
 
     def sem_id(self, value: SSAValue) -> int | AffineExpr:
         access = self.accesses(value)
         return self.sems[access.root] + access.offset
 
 
-def _substitute(affine_set: AffineSet, args: list[AffineExpr]) -> AffineSet:
-    """A when's condition, over its operands, as one over loop dimensions."""
-    return AffineSet(
-        0,
-        0,
-        tuple(
-            AffineConstraintExpr(
-                c.kind,
-                c.lhs.replace_dims_and_symbols(args, []),
-                c.rhs.replace_dims_and_symbols(args, []),
-                canonicalize=False,
-            )
-            for c in affine_set.constraints
-        ),
-    )
-
-
 @dataclass(frozen=True)
 class ConvertCopyToDmaPass(ModulePass):
-    """Lower address-assigned kernels to flat DMA programs."""
+    """Lower address-assigned kernels to DMA programs, loops kept as dma.loop."""
 
     name = "convert-copy-to-dma"
 

@@ -81,12 +81,13 @@ from copyir.dialects.copy import (
     set_name,
 )
 from copyir.names import FreshNames
-from copyir.pipelines import Operand, Schedule, analyse
+from copyir.pipelines import PipelineOperand, Schedule, analyse
 
-Value = int | SSAValue
+IntOrIndex = int | SSAValue
+"""An integer, or an index value of the loops in scope."""
 
 
-class _Builder:
+class _GridBuilder:
     """Appends ops to a list, turning affine expressions of the grid into
     index values of the loops in scope."""
 
@@ -112,7 +113,7 @@ class _Builder:
         self.ops.append(op)
         return op
 
-    def value(self, expr: AffineExpr) -> Value:
+    def value(self, expr: AffineExpr) -> IntOrIndex:
         """An expression of grid dimensions as an integer or an index value."""
         if isinstance(expr, AffineConstantExpr):
             return expr.value
@@ -142,7 +143,7 @@ class _Builder:
             local[dim] = AffineExpr.dimension(position)
         return local
 
-    def when(self, *cases: list[AffineConstraintExpr]) -> _Builder:
+    def when(self, *cases: list[AffineConstraintExpr]) -> _GridBuilder:
         """A builder for the body of a `when` that holds where all the
         constraints of one of the cases hold; the current builder itself
         when a case has none (it always holds)."""
@@ -175,12 +176,12 @@ class _Builder:
             regions=[Region(Block())],
         )
         self.add(when)
-        return _BlockBuilder(
+        return _GridBlockBuilder(
             when.body.block, self.grid, self.location, self.known.new_child()
         )
 
 
-class _BlockBuilder(_Builder):
+class _GridBlockBuilder(_GridBuilder):
     """A builder that appends straight into a block."""
 
     def __init__(self, block: Block, grid, location, known=None):
@@ -193,8 +194,11 @@ class _BlockBuilder(_Builder):
 
 
 @dataclass
-class _Operand:
-    spec: Operand
+class _WindowedOperand:
+    """A pipeline operand with its window buffers (a BufferedRef) and one
+    semaphore per slot (None when its copies are synchronous)."""
+
+    spec: PipelineOperand
     bref: SSAValue
     sems: SSAValue | None
 
@@ -214,7 +218,7 @@ def _static(schedule: Schedule, step: int) -> list[AffineExpr]:
     return point
 
 
-def _holds(constraints: list[AffineConstraintExpr]) -> bool | None:
+def _statically_holds(constraints: list[AffineConstraintExpr]) -> bool | None:
     """Whether constant constraints hold; None when they depend on indices."""
     result = True
     for c in constraints:
@@ -239,12 +243,12 @@ class _Expansion:
         op, schedule = self.op, self.schedule
         top: list[Operation] = []
         operands = [self.allocate(spec, top) for spec in schedule.operands]
-        pre = _Builder(top, {}, self.location)
+        pre = _GridBuilder(top, {}, self.location)
         for operand in operands:
             if operand.spec.trivial and not operand.spec.output:
                 pre.add(self.sync_copy(operand, [], 0, copy_in=True))
         after: list[Operation] = []
-        post = _Builder(after, {}, self.location)
+        post = _GridBuilder(after, {}, self.location)
         for operand in operands:
             if operand.spec.trivial and operand.spec.output:
                 post.add(self.sync_copy(operand, [], 0, copy_in=False))
@@ -258,7 +262,7 @@ class _Expansion:
         op.detach()
         op.erase()
 
-    def allocate(self, spec: Operand, top: list[Operation]) -> _Operand:
+    def allocate(self, spec: PipelineOperand, top: list[Operation]) -> _WindowedOperand:
         buffers = (
             1 if (spec.trivial or self.op.no_pipelining is not None) else spec.buffers
         )
@@ -285,14 +289,14 @@ class _Expansion:
             self.names.name(sem.results[0], f"{name}_sems")
             top.append(sem)
             sems = sem.results[0]
-        return _Operand(spec, bref.results[0], sems)
+        return _WindowedOperand(spec, bref.results[0], sems)
 
     # -- the copies
 
     def copy(
         self,
-        build: _Builder,
-        operand: _Operand,
+        build: _GridBuilder,
+        operand: _WindowedOperand,
         point,
         action: str | None,
         offset: int | None = None,
@@ -325,12 +329,14 @@ class _Expansion:
             )
         )
 
-    def sync_copy(self, operand: _Operand, block, slot, copy_in: bool):
+    def sync_copy(self, operand: _WindowedOperand, block, slot, copy_in: bool):
         ref = operand.spec.ref
         src, dst = (ref, operand.bref) if copy_in else (operand.bref, ref)
         return BufferedCopyOp(src, dst, block or None, slot=slot)
 
-    def slot(self, spec: Operand, point, offset: int | None = None) -> AffineExpr:
+    def slot(
+        self, spec: PipelineOperand, point, offset: int | None = None
+    ) -> AffineExpr:
         if spec.trivial or self.op.no_pipelining is not None:
             return AffineExpr.constant(0)
         if offset is not None:
@@ -339,12 +345,12 @@ class _Expansion:
 
     # -- the schedule
 
-    def schedules(self, operands: list[_Operand]) -> list[Operation]:
+    def schedules(self, operands: list[_WindowedOperand]) -> list[Operation]:
         """The parallel loop (if any) around one schedule per point."""
         schedule = self.schedule
         ops: list[Operation] = []
         if not schedule.parallel:
-            self.one_schedule(_Builder(ops, {}, self.location), operands)
+            self.one_schedule(_GridBuilder(ops, {}, self.location), operands)
             return ops
         block = Block(arg_types=[IndexType()] * schedule.parallel)
         for d, arg in enumerate(block.args):
@@ -361,10 +367,12 @@ class _Expansion:
         )
         ops.append(loop)
         grid = {d: block.args[d] for d in range(schedule.parallel)}
-        self.one_schedule(_BlockBuilder(block, grid, self.location), operands)
+        self.one_schedule(_GridBlockBuilder(block, grid, self.location), operands)
         return ops
 
-    def one_schedule(self, build: _Builder, operands: list[_Operand]) -> None:
+    def one_schedule(
+        self, build: _GridBuilder, operands: list[_WindowedOperand]
+    ) -> None:
         schedule = self.schedule
         pipelined = self.op.no_pipelining is None
         active = [o for o in operands if not o.spec.trivial]
@@ -375,7 +383,7 @@ class _Expansion:
                     continue
                 for step in range(min(spec.buffers - 1, schedule.steps)):
                     point = _static(schedule, step)
-                    if _holds(schedule.changes(spec, point)):
+                    if _statically_holds(schedule.changes(spec, point)):
                         self.copy(build, operand, point, "start")
         loop_body = self.grid_loop(build)
         step_build, grid_point = loop_body
@@ -386,7 +394,7 @@ class _Expansion:
                 if operand.spec.output and operand.spec.buffers == 2:
                     self.copy(build, operand, last, "wait")
 
-    def grid_loop(self, build: _Builder):
+    def grid_loop(self, build: _GridBuilder):
         """The loop over the sequential dimensions; its builder and the
         current grid point."""
         schedule = self.schedule
@@ -408,9 +416,11 @@ class _Expansion:
         grid = dict(build.grid) | {
             d: arg for d, arg in zip(sequential, block.args, strict=True)
         }
-        return _BlockBuilder(block, grid, self.location), point
+        return _GridBlockBuilder(block, grid, self.location), point
 
-    def step(self, build: _Builder, operands: list[_Operand], point) -> None:
+    def step(
+        self, build: _GridBuilder, operands: list[_WindowedOperand], point
+    ) -> None:
         schedule = self.schedule
         steps = schedule.steps
         linear = schedule.linear()
@@ -494,7 +504,7 @@ class _Expansion:
             self.copy(guarded, operand, earlier, "wait", -1)
 
     @staticmethod
-    def either(build: _Builder, changes, last, steps: int, linear) -> _Builder:
+    def either(build: _GridBuilder, changes, last, steps: int, linear) -> _GridBuilder:
         """A builder for `the block changes at the next step, or this is the
         last step`."""
         ge = AffineConstraintKind.ge
@@ -503,7 +513,7 @@ class _Expansion:
         )
         return build.when(changes and [*changes, before_last], [last])
 
-    def inline_body(self, build: _Builder, windows) -> None:
+    def inline_body(self, build: _GridBuilder, windows) -> None:
         """Move the pipeline's body into the step, its windows and grid
         indices replaced by the step's (the moved ops keep their locations)."""
         for position, arg in enumerate(self.op.windows):

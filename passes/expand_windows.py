@@ -189,11 +189,15 @@ def instruction_count(
     return count
 
 
-class AllocateWindow(RewritePattern):
-    """Allocate each BufferedRef's window before it; the copies use the window."""
+class _WindowPattern(RewritePattern):
+    """A rewrite that shares the pass's window buffers, by BufferedRef."""
 
     def __init__(self, windows: dict[SSAValue, SSAValue]):
         self.windows = windows
+
+
+class AllocateWindow(_WindowPattern):
+    """Allocate each BufferedRef's window before it; the copies use the window."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: BufferedRefOp, rewriter: PatternRewriter) -> None:
@@ -207,11 +211,8 @@ class AllocateWindow(RewritePattern):
         rewriter.insert(window, InsertPoint.before(op))
 
 
-class ExpandWindow(RewritePattern):
+class ExpandWindow(_WindowPattern):
     """A view of one window slot becomes a view of the window buffer."""
-
-    def __init__(self, windows: dict[SSAValue, SSAValue]):
-        self.windows = windows
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: WindowOp, rewriter: PatternRewriter) -> None:
@@ -225,10 +226,7 @@ class ExpandWindow(RewritePattern):
         rewriter.replace(op, [view], [view.results[0]])
 
 
-class ExpandBufferedCopy(RewritePattern):
-    def __init__(self, windows: dict[SSAValue, SSAValue]):
-        self.windows = windows
-
+class ExpandBufferedCopy(_WindowPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: BufferedCopyOp, rewriter: PatternRewriter) -> None:
         type: BufferedRefType = op.bref.type

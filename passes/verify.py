@@ -23,19 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, ShapedType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
-    AffineConstraintExpr,
     AffineExpr,
-    AffineSet,
 )
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors, limits
-from copyir.access import Access, Accesses
+from copyir.access import Accesses
 from copyir.dialects.copy import (
     ELEMENT,
     SQUEEZED,
@@ -66,9 +64,8 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
-from copyir.index import Dims, bounds_over, evaluate
+from copyir.index import Dims, bounds_over, evaluate, substitute
 from copyir.locations import loc_of
-from copyir.stream import row_major
 from copyir.target import DEFAULT, Target, get_target
 
 
@@ -169,7 +166,7 @@ class Budget:
 
     def count(self, op: Operation, domain: Domain) -> None:
         if isinstance(op, ForOp | PipelineOp):
-            what = _loop_name(op)
+            what = _describe_loop(op)
             if not domain.loops:
                 self.around = (what, loc_of(op.location))
             total = domain.size * limits.iterations(_trips(op))
@@ -199,7 +196,7 @@ def _trips(op: ForOp | PipelineOp) -> list[int]:
     return list(op.grid_shape)
 
 
-def _loop_name(op: ForOp | PipelineOp) -> str:
+def _describe_loop(op: ForOp | PipelineOp) -> str:
     """`Loop i`, `Loop i, j`, `The pipeline`."""
     if isinstance(op, PipelineOp):
         return "The pipeline"
@@ -301,34 +298,12 @@ def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
         return domain.inside(loops)
     if isinstance(op, WhenOp):
         args = [accesses.index(a) for a in op.args]
-        sets = tuple(_substitute(s.data, args) for s in op.condition.data)
+        sets = tuple(substitute(s.data, args) for s in op.condition.data)
         return domain.when(sets)
     return domain
 
 
-def _substitute(affine_set: AffineSet, args: list[AffineExpr]) -> AffineSet:
-    """A condition over a when's operands as one over loop dimensions."""
-    width = 1 + max([d for a in args for d in _dims(a)] + [-1])
-    return AffineSet(
-        width,
-        0,
-        tuple(
-            AffineConstraintExpr(
-                c.kind,
-                c.lhs.replace_dims_and_symbols(args, []),
-                c.rhs.replace_dims_and_symbols(args, []),
-                canonicalize=False,
-            )
-            for c in affine_set.constraints
-        ),
-    )
-
-
-def _dims(expr: AffineExpr) -> list[int]:
-    return [e.position for e in expr.dfs() if hasattr(e, "position")]
-
-
-def _at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
+def _values_at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
     return np.asarray(value) if isinstance(value, int) else evaluate(value, dims)
 
 
@@ -344,7 +319,7 @@ def _fail_at(domain: Domain, point: dict[int, int], raise_static) -> None:
     raise AssertionError("the static check passed where the domain check failed")
 
 
-def _value(value: int | AffineExpr, point: dict[int, int]) -> int:
+def _value_at(value: int | AffineExpr, point: dict[int, int]) -> int:
     if isinstance(value, int):
         return value
     dims = {dim: np.array([index]) for dim, index in point.items()}
@@ -376,7 +351,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
     in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
     here, at its op, so that what verify accepts the run accepts (below
     `limits.MAX_OFFSET`, leaving room for the buffer's own address)."""
-    extents = _extents(domain)
+    extents = _index_ranges(domain)
     for value in values:
         access = accesses(value)
         if access is None or isinstance(access.offset, int):
@@ -386,7 +361,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
         _check_limit(access.offset * item, extents, describe(value))
 
 
-def _extents(domain: Domain) -> Callable[[int], tuple[int, int]]:
+def _index_ranges(domain: Domain) -> Callable[[int], tuple[int, int]]:
     """Per kernel dimension, the least and greatest value its index takes
     (a loop of `range(a, b)` from a, not 0; dimensions of loops outside the
     domain: 0)."""
@@ -411,7 +386,7 @@ def _check_block_limit(
     """The byte offset a window copy's block indices make in the array (as
     expand-windows scales them), bounded like a DMA end's address."""
     item = type.window_type.dtype.itemsize
-    scales = [item * stride for stride in row_major(type.get_shape())]
+    scales = ShapedType.strides_for_shape(type.get_shape(), factor=item)
     for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
         if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
@@ -425,7 +400,7 @@ def _check_slot_limit(
     end's address."""
     window = type.window_type
     slot_bytes = window.nbytes // window.get_shape()[0]
-    _check_limit(slot * slot_bytes, _extents(domain), name)
+    _check_limit(slot * slot_bytes, _index_ranges(domain), name)
 
 
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
@@ -440,12 +415,12 @@ def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domai
         extent = shape[dim]
 
         def bad(dims, expr=expr, extent=extent, size=size):
-            value = _at(expr, dims)
+            value = _values_at(expr, dims)
             return (value < 0) | (value > extent - size)
 
         point = domain.first(bad)
         if point is not None:
-            offset = _value(expr, point)
+            offset = _value_at(expr, point)
             _fail_at(
                 domain,
                 point,
@@ -462,7 +437,7 @@ def _expression(op: ViewOp | SemIndexOp, point, accesses: Accesses) -> str:
     would spell them: `x[64:72, 0:128]`."""
     parts = []
     for start, (_, size, dropped) in zip(op.starts(), op.subscripts(), strict=True):
-        value = _value(accesses.start(start), point)
+        value = _value_at(accesses.start(start), point)
         parts.append(str(value) if dropped else f"{value}:{value + size}")
     return f"{describe(op.source)}[{', '.join(parts)}]"
 
@@ -473,13 +448,13 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
     indices = op.block_indices
     if indices is not None and any(isinstance(i, SSAValue) for i in indices):
         exprs = [accesses.start(i) for i in indices]
-        _check_block_limit(type, exprs, _extents(domain), name)
+        _check_block_limit(type, exprs, _index_ranges(domain), name)
         shape = type.get_shape()
 
         def bad(dims):
             wrong = np.zeros(1, bool)
             for value, block, extent in zip(exprs, type.block_dims, shape, strict=True):
-                v = _at(value, dims)
+                v = _values_at(value, dims)
                 kind = block.kind.data
                 count = (
                     extent
@@ -491,7 +466,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
 
         point = domain.first(bad)
         if point is not None:
-            values = [_value(e, point) for e in exprs]
+            values = [_value_at(e, point) for e in exprs]
             _fail_at(domain, point, lambda p: check_block_indices(name, type, values))
     if op.sem is not None:
         _check_address_limit([op.sem], accesses, domain)
@@ -501,10 +476,12 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
         _check_slot_limit(type, expr, domain, name)
         buffers = type.buffers.data
         point = domain.first(
-            lambda dims: (_at(expr, dims) < 0) | (_at(expr, dims) >= buffers)
+            lambda dims: (
+                (_values_at(expr, dims) < 0) | (_values_at(expr, dims) >= buffers)
+            )
         )
         if point is not None:
-            value = _value(expr, point)
+            value = _value_at(expr, point)
 
             def static(p):
                 raise CopyIRError(
@@ -524,7 +501,7 @@ def _check_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses, domain: Dom
         return  # verify_accesses decided it
 
     def bad(dims):
-        return _boxes_meet(first, second, dims)
+        return first.meets(second, lambda bound: _values_at(bound, dims))
 
     point = domain.first(bad)
     if point is not None:
@@ -535,15 +512,6 @@ def _check_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses, domain: Dom
             )
 
         _fail_at(domain, point, static)
-
-
-def _boxes_meet(a: Access, b: Access, dims) -> np.ndarray:
-    meet = np.ones(1, bool)
-    for (lo1, hi1), (lo2, hi2) in zip(a.box, b.box, strict=True):
-        meet = (
-            meet & (_at(lo1, dims) < _at(hi2, dims)) & (_at(lo2, dims) < _at(hi1, dims))
-        )
-    return meet
 
 
 def _check_capacity(op: Operation, target: Target) -> None:

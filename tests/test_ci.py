@@ -20,3 +20,21 @@ def test_the_fuzz_time_limit_only_catches_hangs():
     assert (
         "The limit only catches hangs" in (ROOT / "tests" / "test_fuzz.py").read_text()
     )
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    """An editable install finds a package pyproject does not list; a wheel
+    leaves it out, so a new subpackage must be named there."""
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+        "setuptools"
+    ]
+    homes = {"copyir": ROOT / "copyir"}
+    homes |= {name: ROOT / path for name, path in setuptools["package-dir"].items()}
+    found = set()
+    for name, home in homes.items():
+        for init in home.rglob("__init__.py"):
+            parts = init.parent.relative_to(home).parts
+            found.add(".".join((name, *parts)))
+    assert found == set(setuptools["packages"])

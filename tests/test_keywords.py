@@ -10,7 +10,7 @@ import re
 import pytest
 
 import copyir
-from copyir.cpy.keywords import GRAMMAR_WORDS, KEYWORDS, NAME_WORDS
+from copyir.cpy.keywords import AUGMENTED, GRAMMAR_WORDS, KEYWORDS, NAME_WORDS
 from copyir.cpy.syntax import _keyword, lark_parser
 from copyir.testing import module_difference
 
@@ -61,6 +61,16 @@ def grammar_words() -> dict[str, str]:
 def test_the_keyword_list_is_the_grammars():
     assert set(grammar_words().values()) == GRAMMAR_WORDS
     assert GRAMMAR_WORDS - NAME_WORDS <= KEYWORDS
+
+
+def test_the_augmented_assignments_are_the_grammars():
+    pattern = lark_parser().get_terminal("AUGOP").pattern.to_regexp()
+    spellings = set(AUGMENTED.values())
+    assert all(re.fullmatch(pattern, s) for s in spellings)
+    assert not any(
+        re.fullmatch(pattern, op + "=") for op in "%@&|^" if op + "=" not in spellings
+    )
+    assert len(spellings) == len(re.findall("=", pattern))
 
 
 def test_a_keywords_terminal_names_its_word():

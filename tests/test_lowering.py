@@ -260,14 +260,30 @@ def test_conversion_needs_addresses_first():
     )
 
 
-def test_conversion_needs_expanded_copies():
-    module = copyir.parse("kernel k(x: f32[4], y: f32[4]) {\n  sync_copy x -> y\n}\n")
+@pytest.mark.parametrize(
+    ("body", "op", "before"),
+    [
+        ("sync_copy x -> y", "copy.sync_copy", "expand-pytree-copies"),
+        (
+            "pipeline grid=(2,)\n"
+            "      in x block=(2,) index=(i) -> (i)\n"
+            "      out y block=(2,) index=(i) -> (i)\n"
+            "      (xw, yw) {\n"
+            "    yw[...] = xw\n"
+            "  }",
+            "copy.pipeline",
+            "expand-pipelines",
+        ),
+    ],
+)
+def test_conversion_names_the_pass_that_expands_each_op(body, op, before):
+    module = copyir.parse(f"kernel k(x: f32[4], y: f32[4]) {{\n  {body}\n}}\n")
     with pytest.raises(CopyIRError) as caught:
         apply_passes(module, pipeline("assign-addresses,convert-copy-to-dma"))
     assert str(caught.value) == errors.NEEDS_PASS.format(
         pass_name="convert-copy-to-dma",
-        before="expand-pytree-copies and expand-windows",
-        why="copy.sync_copy has no DMA form yet",
+        before=before,
+        why=f"{op} has no DMA form yet",
     )
     assert caught.value.loc.line == 2
 

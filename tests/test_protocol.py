@@ -21,6 +21,7 @@ from copyir import errors
 from copyir.cli import main
 from copyir.errors import CopyIRError, CopyIRWarning
 from copyir.stream import (
+    FORMAT_VERSION,
     START,
     WAIT,
     Buffer,
@@ -219,6 +220,27 @@ def test_metadata_of_the_wrong_shape_is_one_error(meta, tmp_path):
     assert str(caught.value).startswith("Cannot read DMA stream s.npz: ")
 
 
+@pytest.mark.parametrize("version", [2, 4, None])
+def test_an_npz_of_another_format_version_is_one_clear_error(version, tmp_path):
+    """An older (or newer) binary stream names both versions, never a
+    table misread as this version's."""
+    data = io.BytesIO()
+    save_npz(small_stream(), data)
+    with np.load(io.BytesIO(data.getvalue())) as loaded:
+        header = json.loads(str(loaded["meta"]))
+        table = loaded["instructions"]
+    header["version"] = version
+    path = tmp_path / "s.npz"
+    np.savez(path, meta=np.array(json.dumps(header)), instructions=table)
+    with pytest.raises(CopyIRError) as caught:
+        load_npz(str(path), "s.npz")
+    assert str(caught.value) == errors.CANNOT_READ_STREAM.format(
+        name="s.npz",
+        why=errors.STREAM_VERSION.format(found=version, expected=FORMAT_VERSION),
+    )
+    assert str(caught.value.loc) == "s.npz:1:1"
+
+
 def test_metadata_nested_too_deep_is_one_error(tmp_path):
     path = tmp_path / "s.npz"
     deep = "[" * 100_000 + "]" * 100_000
@@ -414,14 +436,14 @@ def test_verify_protocol_accepts_the_examples(name):
 # -- uninitialised reads by boxes, against the replay ------------------------------
 
 
-def box_table(events, provided: bool) -> tuple[protocol.Ends, protocol.Memory]:
+def box_table(events, provided: bool) -> tuple[protocol.BoxAccesses, protocol.Memory]:
     """One (4, 6) buffer's accesses: (event, role, box) with role 0 a read,
     1 a write, 2 an invalidation, and box a (lo, hi) pair per dimension."""
     count = len(events)
     lo = np.array([[b[0][0], b[1][0]] for _, _, b in events], np.int64).reshape(-1, 2)
     hi = np.array([[b[0][1], b[1][1]] for _, _, b in events], np.int64).reshape(-1, 2)
     role = np.array([r for _, r, _ in events], np.int64)
-    ends = protocol.Ends(
+    ends = protocol.BoxAccesses(
         event=np.array([e for e, _, _ in events], np.int64),
         buffer=np.zeros(count, np.int64),
         lo=lo,

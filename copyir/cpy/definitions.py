@@ -16,6 +16,7 @@ from copyir.cpy.expressions import (
     in_print_order,
     strip_parens,
 )
+from copyir.cpy.keywords import AUGMENTED
 from copyir.cpy.operands import affine_map
 from copyir.cpy.options import OptionReader
 from copyir.cpy.scope import INDEX
@@ -114,7 +115,7 @@ class DefinitionBuilder(OptionReader):
     def augassign(self, tree: Tree) -> None:
         """`acc += x` is `acc[...] = acc + x`, with acc evaluated once."""
         target, operator, rhs, _ = tree.children
-        self.compute(target, rhs, _AUGMENTED[str(operator)])
+        self.compute(target, rhs, _OPERATION_OF[str(operator)])
 
     def compute(self, target: Tree, rhs: Tree, augmented: str | None) -> None:
         """A computation: the destination's views, then the inputs' views in
@@ -212,4 +213,5 @@ _DEFINITIONS = {
     "async_copy": "async_copy",
     "window": "window",
 }
-_AUGMENTED = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "div"}
+_OPERATION_OF = {spelling: operation for operation, spelling in AUGMENTED.items()}
+"""The operation of each augmented assignment (`+=` adds)."""

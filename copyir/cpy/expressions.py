@@ -306,7 +306,7 @@ def _dnf(
     if kind in ("cond_and", "cond_or"):
         parts = [
             _dnf(source, affine, child, negated, top, depth + 1)
-            for child in _chain(tree)
+            for child in _chained_terms(tree)
         ]
         both = (kind == "cond_and") != negated
         return _product(source, parts, top) if both else [c for p in parts for c in p]
@@ -323,7 +323,7 @@ def _dnf(
     return _product(source, parts, top)
 
 
-def _chain(tree: Tree) -> list[Tree]:
+def _chained_terms(tree: Tree) -> list[Tree]:
     """The terms of a flat chain `a or b or c` (the grammar nests it to the
     left, one level per term): one level, however long the chain, so that
     only parentheses and `not` count towards the nesting limit."""

@@ -27,6 +27,9 @@ printer writes them for the padding of a cut block."""
 BLOCK_WORDS = ("None", "Blocked", "Element")
 """Names that a block shape reads as a squeezed, blocked or element
 dimension."""
+AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
+"""The augmented assignment of each operation a computation may apply to
+its destination (`acc += x` adds x to acc)."""
 NAME_WORDS = frozenset(("out",))
 """Words of the grammar that may name a value: lark's contextual lexer reads
 `out` as a keyword only where a pipeline's spec may start, where no value's

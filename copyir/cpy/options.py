@@ -107,10 +107,10 @@ class OptionReader(OperandBuilder):
         if tree.data == "call" and len(args := call_args(tree)) == 1:
             function = str(tree.children[0])
             literal = int_literal(args[0])
-            if function in _BLOCK_KINDS and literal is not None:
+            if function in _BLOCK_KIND_OF and literal is not None:
                 size = self.integer(literal, first_token(args[0]))
-                return BlockDimAttr(_BLOCK_KINDS[function], size)
-            notes = did_you_mean(function, _BLOCK_KINDS)
+                return BlockDimAttr(_BLOCK_KIND_OF[function], size)
+            notes = did_you_mean(function, _BLOCK_KIND_OF)
         else:
             notes = ()
         raise self.error(
@@ -122,4 +122,4 @@ class OptionReader(OperandBuilder):
         )
 
 
-_BLOCK_KINDS = {"Blocked": BLOCKED, "Element": ELEMENT}
+_BLOCK_KIND_OF = {"Blocked": BLOCKED, "Element": ELEMENT}

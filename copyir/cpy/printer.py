@@ -25,7 +25,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
 from copyir import compute
 from copyir.compute import Apply, Operand
-from copyir.cpy.keywords import KEYWORDS
+from copyir.cpy.keywords import AUGMENTED, KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
     OUT,
@@ -54,13 +54,12 @@ from copyir.dialects.copy import (
     describe_type,
 )
 from copyir.dialects.dma import ProgramOp
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, format_tuple
 from copyir.index import format_condition, format_expr
 from copyir.locations import detail_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INLINE = (ViewOp, SemIndexOp, IndexOp)
-_AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 
 
 def print_cpy(module: ModuleOp, debuginfo: bool = False) -> str:
@@ -418,9 +417,7 @@ class _KernelPrinter:
         parallel = ""
         if op.parallel is not None:
             dims = op.parallel_dims
-            parallel = (
-                f", parallel=({', '.join(map(str, dims))}{',' * (len(dims) == 1)})"
-            )
+            parallel = f", parallel={format_tuple(dims)}"
         return f"for {names} in {extent}{parallel}"
 
     def pipeline(self, op: PipelineOp, pad: str, depth: int, lines: list[str]) -> None:
@@ -435,13 +432,13 @@ class _KernelPrinter:
             )
             return
         grid = op.grid_shape
-        head = f"pipeline grid={_tuple(map(str, grid))}"
+        head = f"pipeline grid={format_tuple(grid)}"
         if op.parallel is not None:
             dims = op.parallel_dims
             semantics = (
                 "parallel" if k in dims else "arbitrary" for k in range(len(grid))
             )
-            head += f" dimension_semantics={_tuple(semantics)}"
+            head += f" dimension_semantics={format_tuple(semantics)}"
         if op.no_pipelining is not None:
             head += " no_pipelining"
         lines.append(pad + head)
@@ -456,7 +453,7 @@ class _KernelPrinter:
         outputs = any(direction == OUT for _, direction, *_ in specs)
         for ref, direction, block, index_map, buffers in specs:
             word = "out " if direction == OUT else "in  " if outputs else "in "
-            dims = _tuple(b.describe() for b in block.data)
+            dims = format_tuple(b.describe() for b in block.data)
             results = index_map.data.results
             lambda_text = (
                 f"({', '.join(params)}) -> "
@@ -537,14 +534,15 @@ class _KernelPrinter:
             return f"# a computation the authoring syntax cannot write: {err}"
         names = [self.operand(v) for v in op.inputs]
         if any(
-            isinstance(n, Operand) and n.index >= len(names) for n in _nodes(expression)
+            isinstance(n, Operand) and n.index >= len(names)
+            for n in compute.nodes(expression)
         ):
             return "# a computation the authoring syntax cannot write: no such operand"
         dst = self.operand(op.dst)
         augmented = _augmented(op, expression)
         if augmented is not None:
             rhs = compute.format_infix(expression.args[1], names)
-            return f"{dst} {_AUGMENTED[augmented]} {rhs}"
+            return f"{dst} {AUGMENTED[augmented]} {rhs}"
         if dst == self.names.get(op.dst):
             dst += "[...]"
         return f"{dst} = {compute.format_infix(expression, names)}"
@@ -621,18 +619,12 @@ def _pipeline_problem(op: PipelineOp) -> str | None:
     return None
 
 
-def _tuple(items) -> str:
-    """`(8, 3)`, `(4,)`: a tuple as Python writes it."""
-    items = list(items)
-    return f"({', '.join(items)}{',' * (len(items) == 1)})"
-
-
 def _augmented(op: ComputeOp, expression) -> str | None:
     """The operation of `dst op= rhs` when the computation is one: its
     first input is its destination, and it applies `op` to that and a rest."""
     if (
         isinstance(expression, Apply)
-        and expression.operation in _AUGMENTED
+        and expression.operation in AUGMENTED
         and expression.args[0] == Operand(0)
         and op.inputs
         and op.inputs[0] is op.dst
@@ -643,17 +635,10 @@ def _augmented(op: ComputeOp, expression) -> str | None:
 
 def _operand_counts(expression) -> dict[int, int]:
     counts: dict[int, int] = {}
-    for node in _nodes(expression):
+    for node in compute.nodes(expression):
         if isinstance(node, Operand):
             counts[node.index] = counts.get(node.index, 0) + 1
     return counts
-
-
-def _nodes(expression):
-    yield expression
-    if isinstance(expression, Apply):
-        for arg in expression.args:
-            yield from _nodes(arg)
 
 
 def _block_args(op: Operation) -> list[SSAValue]:

@@ -240,8 +240,10 @@ class ScopedBuilder:
         self.block = outer
 
     def statements(self, body: Tree) -> None:
+        """Build a body's statements, each at its location, by the method
+        named as its grammar rule."""
         for stmt in body.children:
-            self.location = self.statement_location(stmt, _loc_of(stmt))
+            self.location = self.statement_location(stmt, _statement_loc(stmt))
             getattr(self, stmt.data)(stmt)
 
 
@@ -282,7 +284,7 @@ def last_token(tree: Tree | Token) -> Token | None:
     return tree
 
 
-def _loc_of(stmt: Tree) -> Tree | None:
+def _statement_loc(stmt: Tree) -> Tree | None:
     """A statement's `loc(...)`: its last child, or, for a `for` or `when`,
     the child before its body."""
     children = stmt.children

@@ -1,14 +1,15 @@
-"""The dma dialect: the flat, TPU-like DMA instruction stream.
+"""The dma dialect: the TPU-like DMA instruction stream, loops kept as loops.
 
 What `convert-copy-to-dma` produces from an address-assigned copy kernel:
 a `dma.program` holding the kernel's buffers, each at a memory space and a
 byte address (kernel parameters keep their names, shapes and dtypes so a
-program runs on its own), then `dma.start` and `dma.wait` instructions in
-program order. A start moves a strided box of elements (shape, and strides
-in elements at each end) between two addresses and signals a semaphore by
-id; a wait lowers a semaphore by a byte count. Every instruction is located
-at its source statement, with the pytree leaf or block it came from as a
-named location.
+program runs on its own), the names of its semaphores (`dma.semaphore`),
+then its instructions in program order: `dma.start`, `dma.wait`,
+`dma.invalidate` and `dma.compute`, inside `dma.loop`s. A start moves a
+strided box of elements (shape, and strides in elements at each end)
+between two addresses and signals a semaphore by id; a wait lowers a
+semaphore by a byte count. Every instruction is located at its source
+statement, with the pytree leaf or block it came from as a named location.
 
 The ops hold what the stream's tables hold and check nothing themselves:
 `copyir.validate` is the one validator of streams, on the tables, whether
@@ -26,13 +27,10 @@ elementwise expression over boxes of VMEM or SMEM.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
-    AffineMapAttr,
-    AffineSetAttr,
-    ArrayAttr,
     DenseArrayBase,
     IntegerAttr,
     StringAttr,
@@ -52,18 +50,13 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 
-from copyir import errors
-from copyir.attributes import i64_array, int_values
-
-Value = IntegerAttr | AffineMapAttr
-"""A field that is static (an integer) or affine in the loop indices."""
-Predicate = ArrayAttr[AffineSetAttr]
-"""An instruction runs where any of these sets holds (an `or` of `and`s)."""
+from copyir import dma_schema as schema
+from copyir.dma_schema import Field
 
 
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
-    """A lowered kernel: `dma.program @k target "default" semaphores 3 { ... }`."""
+    """A lowered kernel: `dma.program "k" target "default" semaphores 3 { ... }`."""
 
     name = "dma.program"
 
@@ -92,7 +85,7 @@ class ProgramOp(IRDLOperation):
 
 @irdl_op_definition
 class BufferOp(IRDLOperation):
-    """A buffer: `dma.buffer "x" hbm 0 f32 array<i64: 8, 128> param`.
+    """A buffer: `dma.buffer "x" "hbm" 0 f32 [8, 128] param`.
 
     Parameters (`param`) are the kernel's inputs and outputs, bound by name.
     """
@@ -128,84 +121,6 @@ class SemaphoreDeclOp(IRDLOperation):
 
     assembly_format = "$sem_name $first $shape attr-dict"
 
-    @property
-    def count(self) -> int:
-        count = 1
-        for extent in int_values(self.shape):
-            count *= extent
-        return count
-
-
-# -- fields, as the text spells them ------------------------------------------------
-
-
-def parse_i64(parser: Parser) -> int:
-    """An integer that fits in 64 bits, as every field must."""
-    start = parser.pos
-    value = parser.parse_integer(allow_negative=True)
-    if not -(2**63) <= value < 2**63:
-        parser.raise_error(errors.INT_RANGE.format(value=value), start, parser.pos)
-    return value
-
-
-def parse_value(parser: Parser) -> Attribute:
-    """`4096`, or `{(d0) -> (d0 * 4096)}`."""
-    if parser.parse_optional_punctuation("{") is None:
-        return IntegerAttr(parse_i64(parser), i64)
-    value = AffineMapAttr(parser.parse_affine_map())
-    parser.parse_punctuation("}")
-    return value
-
-
-def print_value(printer: Printer, value: Attribute) -> None:
-    if isinstance(value, IntegerAttr):
-        printer.print_string(str(value.value.data))
-    else:
-        printer.print_string(f"{{{value.data}}}")
-
-
-def parse_ints(parser: Parser) -> DenseArrayBase:
-    values = parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, lambda: parse_i64(parser)
-    )
-    return i64_array(tuple(values))
-
-
-def print_ints(printer: Printer, values: DenseArrayBase) -> None:
-    printer.print_string(f"[{', '.join(map(str, int_values(values)))}]")
-
-
-def parse_predicate(parser: Parser) -> Attribute | None:
-    """`if {(d0) : (...)} or {(d0) : (...)}`, or nothing."""
-    if parser.parse_optional_keyword("if") is None:
-        return None
-    sets = []
-    while True:
-        parser.parse_punctuation("{")
-        sets.append(AffineSetAttr(parser.parse_affine_set()))
-        parser.parse_punctuation("}")
-        if parser.parse_optional_keyword("or") is None:
-            return ArrayAttr(sets)
-
-
-def print_predicate(printer: Printer, predicate: Attribute | None) -> None:
-    if predicate is not None:
-        printer.print_string(
-            " if " + " or ".join(f"{{{s.data}}}" for s in predicate.data)
-        )
-
-
-def _end(parser: Parser) -> tuple[str, Attribute, DenseArrayBase]:
-    space = parser.parse_str_literal()
-    return space, parse_value(parser), parse_ints(parser)
-
-
-def _print_end(printer: Printer, space, address, strides) -> None:
-    printer.print_string(f'"{space.data}" ')
-    print_value(printer, address)
-    printer.print_string(" ")
-    print_ints(printer, strides)
-
 
 # -- instructions ---------------------------------------------------------------------
 
@@ -233,8 +148,36 @@ class LoopOp(IRDLOperation):
     )
 
 
-@irdl_op_definition
-class StartOp(IRDLOperation):
+class InstructionOp(IRDLOperation):
+    """An instruction of the stream: its properties, text and table columns
+    are those of its fields (`copyir.dma_schema`), parsed and printed here
+    in their order, each after a space."""
+
+    FIELDS: ClassVar[tuple[Field, ...]] = ()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InstructionOp:
+        properties: dict[str, Attribute] = {}
+        for field in cls.FIELDS:
+            properties |= field.parse(parser)
+        return cls.create(properties=properties)
+
+    def print(self, printer: Printer) -> None:
+        for field in self.FIELDS:
+            if (text := field.text(self)) is not None:
+                printer.print_string(" " + text)
+
+
+def instruction(cls: type[InstructionOp]) -> type[InstructionOp]:
+    """Define an instruction op whose properties are those of its FIELDS."""
+    for field in cls.FIELDS:
+        for name, definition in field.properties().items():
+            setattr(cls, name, definition)
+    return irdl_op_definition(cls)
+
+
+@instruction
+class StartOp(InstructionOp):
     """Start a DMA of a strided box of elements between two addresses.
 
     `dma.start "hbm" 458752 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128]
@@ -243,94 +186,20 @@ class StartOp(IRDLOperation):
     """
 
     name = "dma.start"
-
-    src_space = prop_def(StringAttr)
-    src_address = prop_def(Value)
-    src_strides = prop_def(DenseArrayBase[I64])
-    dst_space = prop_def(StringAttr)
-    dst_address = prop_def(Value)
-    dst_strides = prop_def(DenseArrayBase[I64])
-    element_type = prop_def(Attribute)
-    shape = prop_def(DenseArrayBase[I64])
-    sem = prop_def(Value)
-    add = opt_prop_def(UnitAttr)
-    priority = opt_prop_def(IntegerAttr[I64])
-    predicate = opt_prop_def(Predicate)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StartOp:
-        src_space, src_address, src_strides = _end(parser)
-        parser.parse_punctuation("->")
-        dst_space, dst_address, dst_strides = _end(parser)
-        element_type = parser.parse_type()
-        shape = parse_ints(parser)
-        parser.parse_keyword("sem")
-        properties = {
-            "src_space": StringAttr(src_space),
-            "src_address": src_address,
-            "src_strides": src_strides,
-            "dst_space": StringAttr(dst_space),
-            "dst_address": dst_address,
-            "dst_strides": dst_strides,
-            "element_type": element_type,
-            "shape": shape,
-            "sem": parse_value(parser),
-        }
-        if parser.parse_optional_keyword("add") is not None:
-            properties["add"] = UnitAttr()
-        if parser.parse_optional_keyword("priority") is not None:
-            properties["priority"] = IntegerAttr(parse_i64(parser), i64)
-        if (predicate := parse_predicate(parser)) is not None:
-            properties["predicate"] = predicate
-        return cls.create(properties=properties)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_end(printer, self.src_space, self.src_address, self.src_strides)
-        printer.print_string(" -> ")
-        _print_end(printer, self.dst_space, self.dst_address, self.dst_strides)
-        printer.print_string(" ")
-        printer.print_attribute(self.element_type)
-        printer.print_string(" ")
-        print_ints(printer, self.shape)
-        printer.print_string(" sem ")
-        print_value(printer, self.sem)
-        if self.add is not None:
-            printer.print_string(" add")
-        if self.priority is not None:
-            printer.print_string(f" priority {self.priority.value.data}")
-        print_predicate(printer, self.predicate)
+    FIELDS: ClassVar = schema.START_FIELDS
 
 
-@irdl_op_definition
-class WaitOp(IRDLOperation):
-    """Wait until a semaphore holds `bytes`, then lower it by that many."""
+@instruction
+class WaitOp(InstructionOp):
+    """Wait until a semaphore holds `bytes`, then lower it by that many:
+    `dma.wait sem 0 bytes 4096`."""
 
     name = "dma.wait"
-
-    sem = prop_def(Value)
-    bytes = prop_def(IntegerAttr[I64])
-    predicate = opt_prop_def(Predicate)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> WaitOp:
-        parser.parse_keyword("sem")
-        properties = {"sem": parse_value(parser)}
-        parser.parse_keyword("bytes")
-        properties["bytes"] = IntegerAttr(parse_i64(parser), i64)
-        if (predicate := parse_predicate(parser)) is not None:
-            properties["predicate"] = predicate
-        return cls.create(properties=properties)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" sem ")
-        print_value(printer, self.sem)
-        printer.print_string(f" bytes {self.bytes.value.data}")
-        print_predicate(printer, self.predicate)
+    FIELDS: ClassVar = schema.WAIT_FIELDS
 
 
-@irdl_op_definition
-class InvalidateOp(IRDLOperation):
+@instruction
+class InvalidateOp(InstructionOp):
     """Mark a box unwritten again: `dma.invalidate "vmem" 0 [128, 1] f32 [8, 128]`.
 
     Reading it before anything writes it again is a read of memory nobody
@@ -338,40 +207,11 @@ class InvalidateOp(IRDLOperation):
     """
 
     name = "dma.invalidate"
-
-    space = prop_def(StringAttr)
-    address = prop_def(Value)
-    strides = prop_def(DenseArrayBase[I64])
-    element_type = prop_def(Attribute)
-    shape = prop_def(DenseArrayBase[I64])
-    predicate = opt_prop_def(Predicate)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InvalidateOp:
-        space, address, strides = _end(parser)
-        properties = {
-            "space": StringAttr(space),
-            "address": address,
-            "strides": strides,
-            "element_type": parser.parse_type(),
-            "shape": parse_ints(parser),
-        }
-        if (predicate := parse_predicate(parser)) is not None:
-            properties["predicate"] = predicate
-        return cls.create(properties=properties)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_end(printer, self.space, self.address, self.strides)
-        printer.print_string(" ")
-        printer.print_attribute(self.element_type)
-        printer.print_string(" ")
-        print_ints(printer, self.shape)
-        print_predicate(printer, self.predicate)
+    FIELDS: ClassVar = schema.INVALIDATE_FIELDS
 
 
-@irdl_op_definition
-class ComputeOp(IRDLOperation):
+@instruction
+class ComputeOp(InstructionOp):
     """Evaluate an elementwise expression into a box of VMEM or SMEM.
 
     `dma.compute "vmem" 0 [128, 1] f32 [8, 128] = "(add (mul 2.0 $0) 1.0)"
@@ -381,72 +221,11 @@ class ComputeOp(IRDLOperation):
     """
 
     name = "dma.compute"
-
-    space = prop_def(StringAttr)
-    address = prop_def(Value)
-    strides = prop_def(DenseArrayBase[I64])
-    element_type = prop_def(Attribute)
-    shape = prop_def(DenseArrayBase[I64])
-    expression = prop_def(StringAttr)
-    operand_spaces = prop_def(ArrayAttr[StringAttr])
-    operand_addresses = prop_def(ArrayAttr[Value])
-    operand_strides = prop_def(ArrayAttr[DenseArrayBase[I64]])
-    predicate = opt_prop_def(Predicate)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ComputeOp:
-        space, address, strides = _end(parser)
-        element_type = parser.parse_type()
-        shape = parse_ints(parser)
-        parser.parse_punctuation("=")
-        expression = parser.parse_str_literal()
-        operands = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, lambda: _end(parser)
-        )
-        properties = {
-            "space": StringAttr(space),
-            "address": address,
-            "strides": strides,
-            "element_type": element_type,
-            "shape": shape,
-            "expression": StringAttr(expression),
-            "operand_spaces": ArrayAttr(StringAttr(o[0]) for o in operands),
-            "operand_addresses": ArrayAttr(o[1] for o in operands),
-            "operand_strides": ArrayAttr(o[2] for o in operands),
-        }
-        if (predicate := parse_predicate(parser)) is not None:
-            properties["predicate"] = predicate
-        return cls.create(properties=properties)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_end(printer, self.space, self.address, self.strides)
-        printer.print_string(" ")
-        printer.print_attribute(self.element_type)
-        printer.print_string(" ")
-        print_ints(printer, self.shape)
-        printer.print_string(" = ")
-        printer.print_string_literal(self.expression.data)
-        printer.print_string(" (")
-        for k, (space, address, strides) in enumerate(self.operand_ends()):
-            if k:
-                printer.print_string(", ")
-            _print_end(printer, space, address, strides)
-        printer.print_string(")")
-        print_predicate(printer, self.predicate)
-
-    def operand_ends(self) -> Sequence[tuple[StringAttr, Attribute, DenseArrayBase]]:
-        return list(
-            zip(
-                self.operand_spaces.data,
-                self.operand_addresses.data,
-                self.operand_strides.data,
-                strict=True,
-            )
-        )
+    FIELDS: ClassVar = schema.COMPUTE_FIELDS
 
 
 INSTRUCTIONS = (StartOp, WaitOp, InvalidateOp, ComputeOp)
+"""Per instruction code (`copyir.dma_schema.START` ...), its op."""
 
 Dma = Dialect(
     "dma",

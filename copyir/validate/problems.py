@@ -1,0 +1,37 @@
+"""A problem the validator finds, and the earliest of several."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from copyir.errors import Loc
+
+
+class StreamProblem(Exception):
+    """A problem found at one instruction; the caller locates it."""
+
+    def __init__(self, row: int, message: str, malformed: bool, loc: Loc | None = None):
+        super().__init__(message)
+        self.row = row
+        self.message = message
+        self.malformed = malformed
+        self.loc = loc
+
+
+def first_problem(problems) -> tuple[int, str] | None:
+    """The earliest row with a problem, and its message (the first check
+    listed wins at one row)."""
+    best = None
+    for mask, message in problems:
+        rows = np.flatnonzero(mask)
+        if rows.size and (best is None or rows[0] < best[0]):
+            best = (int(rows[0]), message)
+    return None if best is None else (best[0], best[1](best[0]))
+
+
+def earliest(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if a[0] <= b[0] else b
