@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from lark import Token, Tree
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from copyir import errors, pytree
@@ -21,6 +20,7 @@ from copyir.dialects.copy import (
     DmaOp,
     InvalidateOp,
     SyncCopyOp,
+    action_attr,
     describe_type,
 )
 
@@ -102,7 +102,7 @@ class TransferBuilder(OptionReader):
             src_indices, dst_indices, slot if isinstance(slot, int) else 0
         )
         if action is not None:
-            properties["action"] = StringAttr(action)
+            properties["action"] = action_attr(action)
         dynamic_slot = [slot] if isinstance(slot, SSAValue) else []
         properties["operandSegmentSizes"] = BufferedCopyOp.segments(
             len(dynamic), bool(dynamic_slot), sem is not None

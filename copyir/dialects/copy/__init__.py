@@ -20,6 +20,8 @@ from .base import (
     ACTIONS,
     CopyOp,
     DmaAction,
+    DmaActionAttr,
+    action_attr,
     check_action,
     describe,
     expect_ref,
@@ -109,6 +111,7 @@ Copy = Dialect(
         DescriptorType,
         DirectionAttr,
         PipelineSpecAttr,
+        DmaActionAttr,
     ],
 )
 
@@ -139,6 +142,7 @@ __all__ = [
     "Direction",
     "DirectionAttr",
     "DmaAction",
+    "DmaActionAttr",
     "DmaOp",
     "ForOp",
     "IndexOp",
@@ -160,6 +164,7 @@ __all__ = [
     "WindowOp",
     "_check_subscript",
     "_print_tree_side",
+    "action_attr",
     "check_action",
     "check_block_indices",
     "default_index_name",

@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineExpr
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, irdl_attr_definition
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -33,20 +35,25 @@ if TYPE_CHECKING:
 
 
 class DmaAction(StrEnum):
-    """What a DMA op does with its copy, as Pallas' `_copy_start_or_wait`.
-
-    A closed vocabulary, but kept in a `StringAttr` in the IR: a program
-    that spells it otherwise (`"Start"`) must reach the verifier, and its
-    message must quote the user's word (UNKNOWN_ACTION), through every
-    form; an `EnumAttribute` in a declarative format rejects it while
-    parsing the MLIR form instead.
-    """
+    """What a DMA op does with its copy, as Pallas' `_copy_start_or_wait`."""
 
     START = "start"
     WAIT = "wait"
 
 
 ACTIONS = tuple(DmaAction)
+
+
+@irdl_attr_definition
+class DmaActionAttr(EnumAttribute[DmaAction], SpacedOpaqueSyntaxAttribute):
+    name = "copy.action"
+
+
+def action_attr(word: str) -> Attribute:
+    """The action a word names. A word that names none stays a `StringAttr`
+    in the op the parsers build, so that the verifier reports it with the
+    user's word (`Unknown action: Start`) in every form."""
+    return DmaActionAttr(DmaAction(word)) if word in ACTIONS else StringAttr(word)
 
 
 class CopyOp(IRDLOperation):

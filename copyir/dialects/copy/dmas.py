@@ -34,6 +34,8 @@ from copyir.errors import CopyIRError, Note
 from .base import (
     CopyOp,
     DmaAction,
+    DmaActionAttr,
+    action_attr,
     check_action,
     check_dma_types,
     check_ends,
@@ -60,7 +62,7 @@ class StartOrWaitOp(CopyOp):
     `start` or `wait`, as in Pallas' `_copy_start_or_wait`, and only a start
     takes `add` and a priority."""
 
-    action = prop_def(StringAttr)
+    action = prop_def(DmaActionAttr)
     add = opt_prop_def(UnitAttr)
     priority = opt_prop_def(IntegerAttr[I64])
 
@@ -78,7 +80,7 @@ class StartOrWaitOp(CopyOp):
 
     @staticmethod
     def option_properties(action: str, add: bool, priority: int) -> dict:
-        properties: dict[str, Attribute] = {"action": StringAttr(action)}
+        properties: dict[str, Attribute] = {"action": action_attr(action)}
         if add:
             properties["add"] = UnitAttr()
         if priority:
@@ -92,6 +94,30 @@ class StartOrWaitOp(CopyOp):
     @property
     def priority_value(self) -> int:
         return self.priority.value.data if self.priority is not None else 0
+
+    @staticmethod
+    def parse_action(parser: Parser) -> dict[str, Attribute]:
+        """`"start"` (any word: the verifier says which are actions)."""
+        return {"action": action_attr(parser.parse_str_literal())}
+
+    @staticmethod
+    def parse_options(parser: Parser, properties: dict[str, Attribute]) -> None:
+        """`add` and `priority 1`, if there."""
+        if parser.parse_optional_keyword("add") is not None:
+            properties["add"] = UnitAttr()
+        if parser.parse_optional_keyword("priority") is not None:
+            properties["priority"] = IntegerAttr(parse_i64(parser), i64)
+
+    def print_action(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(str(self.action.data))
+        printer.print_string(" ")
+
+    def print_options(self, printer: Printer) -> None:
+        if self.add is not None:
+            printer.print_string(" add")
+        if self.priority is not None:
+            printer.print_string(f" priority {self.priority_value}")
 
     def check_options(self) -> None:
         check_action(self.action.data)
@@ -148,25 +174,15 @@ class DmaOp(StartOrWaitOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> DmaOp:
-        properties: dict[str, Attribute] = {
-            "action": StringAttr(parser.parse_str_literal())
-        }
+        properties = cls.parse_action(parser)
         operands = parse_operands(parser)
-        if parser.parse_optional_keyword("add") is not None:
-            properties["add"] = UnitAttr()
-        if parser.parse_optional_keyword("priority") is not None:
-            properties["priority"] = IntegerAttr(parse_i64(parser), i64)
+        cls.parse_options(parser, properties)
         return create_typed(cls, parser, operands, properties)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.action.data)
-        printer.print_string(" ")
+        self.print_action(printer)
         printer.print_list(self.operands, printer.print_operand)
-        if self.add is not None:
-            printer.print_string(" add")
-        if self.priority is not None:
-            printer.print_string(f" priority {self.priority_value}")
+        self.print_options(printer)
         print_attributes_and_types(printer, self)
 
 
@@ -220,10 +236,6 @@ class AsyncDmaOp(StartOrWaitOp):
 
     descriptor = operand_def(DescriptorType)
 
-    assembly_format = (
-        "$action $descriptor (`add` $add^)? (`priority` $priority^)? attr-dict"
-    )
-
     def __init__(
         self, action: str, descriptor: SSAValue, *, add: bool = False, priority: int = 0
     ):
@@ -231,6 +243,24 @@ class AsyncDmaOp(StartOrWaitOp):
 
     def check(self) -> None:
         self.check_options()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AsyncDmaOp:
+        properties = cls.parse_action(parser)
+        descriptor = parser.resolve_operand(
+            parser.parse_unresolved_operand(), DescriptorType()
+        )
+        cls.parse_options(parser, properties)
+        attributes = parser.parse_optional_attr_dict()
+        return cls.create(
+            operands=[descriptor], properties=properties, attributes=attributes
+        )
+
+    def print(self, printer: Printer) -> None:
+        self.print_action(printer)
+        printer.print_operand(self.descriptor)
+        self.print_options(printer)
+        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition

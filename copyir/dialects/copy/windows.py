@@ -11,7 +11,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IndexType,
     IntegerAttr,
-    StringAttr,
     i64,
 )
 from xdsl.dialects.utils import split_dynamic_index_list
@@ -47,6 +46,8 @@ from .base import (
     ACTIONS,
     CopyOp,
     DmaAction,
+    DmaActionAttr,
+    action_attr,
     check_action,
     describe,
     describe_type,
@@ -198,7 +199,7 @@ class BufferedCopyOp(CopyOp):
     src_indices = opt_prop_def(DenseArrayBase[I64])
     dst_indices = opt_prop_def(DenseArrayBase[I64])
     slot = opt_prop_def(IntegerAttr[I64])
-    action = opt_prop_def(StringAttr)
+    action = opt_prop_def(DmaActionAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -228,7 +229,7 @@ class BufferedCopyOp(CopyOp):
             slot if isinstance(slot, int) else 0,
         )
         if action is not None:
-            properties["action"] = StringAttr(action)
+            properties["action"] = action_attr(action)
         super().__init__(
             operands=[
                 src,
@@ -380,7 +381,7 @@ class BufferedCopyOp(CopyOp):
             sem_type = parser.parse_type()
         properties = cls.index_properties(src_indices, dst_indices, slot)
         if action is not None:
-            properties["action"] = StringAttr(action)
+            properties["action"] = action_attr(action)
         properties["operandSegmentSizes"] = cls.segments(
             len(dynamic), slot_operand is not None, sem is not None
         )
@@ -398,7 +399,7 @@ class BufferedCopyOp(CopyOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         if self.action is not None:
-            printer.print_string_literal(self.action.data)
+            printer.print_string_literal(str(self.action.data))
             printer.print_string(" ")
         printer.print_operand(self.src)
         self._print_indices(printer, src=True)

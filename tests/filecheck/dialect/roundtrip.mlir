@@ -24,7 +24,7 @@ copy.kernel @all_ops(%x : !copy.ref<64x128xf32, hbm>, %y : !copy.ref<64x128xf32,
   // CHECK-NEXT: copy.dma "start" %top, %dst, %s12 add priority 1 : !copy.ref<32xf32, hbm>, !copy.ref<32xf32, vmem>, !copy.sem
   copy.dma "start" %top, %dst, %s12 add priority 1 : !copy.ref<32xf32, hbm>, !copy.ref<32xf32, vmem>, !copy.sem
   // CHECK-NEXT: copy.dma "wait" %top, %dst, %s12 : !copy.ref<32xf32, hbm>, !copy.ref<32xf32, vmem>, !copy.sem
-  "copy.dma"(%top, %dst, %s12) <{action = "wait"}> : (!copy.ref<32xf32, hbm>, !copy.ref<32xf32, vmem>, !copy.sem) -> ()
+  "copy.dma"(%top, %dst, %s12) <{action = #copy<action wait>}> : (!copy.ref<32xf32, hbm>, !copy.ref<32xf32, vmem>, !copy.sem) -> ()
   // CHECK-NEXT: copy.sync_copy (%x, {a: %y}) -> (%buf, {a: %x}) add : (!copy.ref<64x128xf32, hbm>, !copy.ref<64x128xf32, hbm>) -> (!copy.ref<64x128xf32, vmem>, !copy.ref<64x128xf32, hbm>)
   copy.sync_copy (%x, {a: %y}) -> (%buf, {a: %x}) add : (!copy.ref<64x128xf32, hbm>, !copy.ref<64x128xf32, hbm>) -> (!copy.ref<64x128xf32, vmem>, !copy.ref<64x128xf32, hbm>)
   // CHECK-NEXT: copy.sync_copy () -> () : () -> ()
