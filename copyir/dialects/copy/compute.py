@@ -21,8 +21,13 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 from copyir import errors
 from copyir.errors import CopyIRError
 
-from .base import CopyOp, describe, expect_ref
-from .control import print_operands
+from .base import (
+    CopyOp,
+    create_typed,
+    describe,
+    expect_ref,
+    print_attributes_and_types,
+)
 from .types import RefType
 
 
@@ -90,38 +95,18 @@ class ComputeOp(CopyOp):
     def parse(cls, parser: Parser) -> ComputeOp:
         dst = parser.parse_unresolved_operand()
         parser.parse_punctuation("=")
-        expression = parser.parse_str_literal()
+        properties = {"expression": StringAttr(parser.parse_str_literal())}
         inputs = parser.parse_comma_separated_list(
             parser.Delimiter.PAREN, parser.parse_unresolved_operand
         )
-        parser.parse_punctuation(":")
-        dst_type = parser.parse_type()
-        types = []
-        if parser.parse_optional_punctuation(",") is not None:
-            types = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_type
-            )
-        if len(types) != len(inputs):
-            parser.raise_error("copy.compute needs one type per input")
-        return cls.create(
-            operands=[
-                parser.resolve_operand(dst, dst_type),
-                *(
-                    parser.resolve_operand(o, t)
-                    for o, t in zip(inputs, types, strict=True)
-                ),
-            ],
-            properties={"expression": StringAttr(expression)},
-        )
+        return create_typed(cls, parser, [dst, *inputs], properties)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.dst)
         printer.print_string(" = ")
         printer.print_string_literal(self.expression.data)
-        printer.print_string(" ")
-        print_operands(printer, self.inputs)
-        printer.print_string(" : ")
-        printer.print_list(
-            [self.dst.type, *(v.type for v in self.inputs)], printer.print_attribute
-        )
+        printer.print_string(" (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(")")
+        print_attributes_and_types(printer, self)

@@ -37,20 +37,6 @@ from .base import CopyOp, check_evaluable, describe, set_name
 from .types import parse_i64
 
 
-def _parse_index_operands(parser: Parser) -> list[SSAValue]:
-    """`(%i, %j)`: index values."""
-    operands = parser.parse_comma_separated_list(
-        parser.Delimiter.PAREN, parser.parse_unresolved_operand
-    )
-    return [parser.resolve_operand(o, IndexType()) for o in operands]
-
-
-def print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
-    printer.print_string("(")
-    printer.print_list(operands, printer.print_operand)
-    printer.print_string(")")
-
-
 def grid_not_positive(grid: Sequence[int]) -> CopyIRError:
     """GRID_NOT_POSITIVE, the grid spelled as a Python tuple."""
     text = ", ".join(map(str, grid)) + ("," if len(grid) == 1 else "")
