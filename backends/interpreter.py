@@ -43,10 +43,11 @@ import numpy as np
 from xdsl.dialects.builtin import ShapedType
 
 from copyir import errors
-from copyir.compute import Operand, compile_expression, parse
+from copyir.compute import Operand, compile_expression, parse_expression
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
 from copyir.expand import Trace
+from copyir.machine import MODES, POISON
 from copyir.stream import (
     COMPUTE,
     INVALIDATE,
@@ -62,10 +63,8 @@ from copyir.validate import ResolvedEnds, Validated, validate_stream
 from . import coverage, parallel, protocol
 from .inputs import as_input, check_inputs, check_names, fill_inputs
 
-POISON = 0xFF
-MODES = ("random", "eager", "on_wait")
 MAX_SEED = 2**63 - 1
-CHUNK = 1 << 15
+STEPS_PER_BATCH = 1 << 15
 """Steps executed per batch of Python integers (bounds their memory)."""
 
 
@@ -148,7 +147,7 @@ class Program:
                 self.namer,
             )
 
-        return protocol.check(
+        return protocol.decide(
             self.events,
             self.ends,
             self.memory,
@@ -567,7 +566,7 @@ class Executable:
         function = np.zeros(len(specs) + 1, np.int64)
         kinds, first = np.unique(number, return_index=True)
         for n, j in zip(kinds.tolist(), first.tolist(), strict=True):
-            expression = parse(specs[n - 1].expression)
+            expression = parse_expression(specs[n - 1].expression)
             if isinstance(expression, Operand):
                 copied[n] = expression.index
                 continue
@@ -675,8 +674,8 @@ class Executable:
         copyto, add_to = np.copyto, np.add
         stacks, functions, operands = self._bound, self._functions, self._operands
         memory = self._memory
-        for first in range(0, len(self._steps), CHUNK):
-            columns = self._steps[first : first + CHUNK].T.tolist()
+        for first in range(0, len(self._steps), STEPS_PER_BATCH):
+            columns = self._steps[first : first + STEPS_PER_BATCH].T.tolist()
             for kind, a, b, c, d, n in zip(*columns, strict=True):
                 if kind == 3:
                     memory[c][d : d + n] = memory[a][b : b + n]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-CHUNK = 1 << 18
+PAIRS_PER_BATCH = 1 << 18
 """Candidate pairs produced and filtered at once (bounds memory)."""
 
 
@@ -99,7 +99,9 @@ def first_conflict(
         if best is not None and accesses.start[anchors[at]] > best[0]:
             break  # every later anchor's conflicts are detected later
         done = total[at - 1] if at else 0.0
-        stop = max(at + 1, int(np.searchsorted(total, done + CHUNK, side="right")))
+        stop = max(
+            at + 1, int(np.searchsorted(total, done + PAIRS_PER_BATCH, side="right"))
+        )
         chunk = anchors[at:stop]
         at = stop
         for number, order in enumerate(orders):

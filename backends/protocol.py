@@ -141,7 +141,7 @@ class Verdict:
     stats: overlaps.Stats = field(default_factory=overlaps.Stats)
 
 
-def check(
+def decide(
     events: Events,
     ends: BoxAccesses,
     memory: Memory,

@@ -48,7 +48,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstraintKind, AffineSet
 
 from copyir import errors
-from copyir.compute import Apply, Expression, Literal, Operand, parse
+from copyir.compute import Apply, Expression, Literal, Operand, parse_expression
 from copyir.dialects.copy import (
     BLOCKED,
     DYNAMIC,
@@ -79,8 +79,7 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
-
-POISON = 0xFF
+from copyir.machine import POISON
 
 
 def poisoned(type: RefType | BufferedRefType) -> np.ndarray:
@@ -426,7 +425,7 @@ class CopyReference(InterpreterFunctions):
 
     @impl(ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: ComputeOp, args):
-        expression = self.plan(op, lambda: parse(op.expression.data))
+        expression = self.plan(op, lambda: parse_expression(op.expression.data))
         dst = args[0]
         with np.errstate(all="ignore"):  # overflow and NaN are the semantics
             dst[...] = evaluate(expression, args[1:], dst.dtype)

@@ -30,9 +30,9 @@ import copyir
 from copyir import errors
 from copyir.diagnostics import Diagnostic, format_diagnostic
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError
+from copyir.machine import MODES
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-MODES = ("random", "eager", "on_wait")
 INPUT_FORMATS = ("cpy", "mlir", "dma", "npz")
 
 T = TypeVar("T")

@@ -47,7 +47,7 @@ class Apply:
 Expression = Operand | Literal | Apply
 
 
-def parse(text: str) -> Expression:
+def parse_expression(text: str) -> Expression:
     """The expression of a prefix text; ValueError when it is not one."""
     tokens = []
     at = 0
@@ -146,7 +146,7 @@ def _int_range(dtype: np.dtype) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
-def check(text: str, dtype, inputs: int) -> Expression:
+def check_expression(text: str, dtype, inputs: int) -> Expression:
     """The expression of a computation into `dtype` (a `copyir.dtypes.DType`)
     over `inputs` operands, or the verifier's error: literals must fit the
     dtype, `/` is for floats, operands must exist."""
@@ -154,7 +154,7 @@ def check(text: str, dtype, inputs: int) -> Expression:
     from copyir.errors import CopyIRError
 
     try:
-        expression = parse(text)
+        expression = parse_expression(text)
     except ValueError as err:
         raise CopyIRError(errors.COMPUTE_MALFORMED.format(why=err)) from None
     numpy = dtype.numpy

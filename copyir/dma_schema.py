@@ -550,10 +550,10 @@ START_FIELDS = (
 WAIT_FIELDS = (SEM, Keyed("bytes", affine=False), GUARD)
 INVALIDATE_FIELDS = (OWN, BOX, GUARD)
 COMPUTE_FIELDS = (OWN, BOX, COMPUTATION, GUARD)
-INSTRUCTIONS = (START_FIELDS, WAIT_FIELDS, INVALIDATE_FIELDS, COMPUTE_FIELDS)
+INSTRUCTION_FIELDS = (START_FIELDS, WAIT_FIELDS, INVALIDATE_FIELDS, COMPUTE_FIELDS)
 """Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`), its fields."""
-START, WAIT, INVALIDATE, COMPUTE = range(len(INSTRUCTIONS))
-OPS = tuple(range(len(INSTRUCTIONS)))
+START, WAIT, INVALIDATE, COMPUTE = range(len(INSTRUCTION_FIELDS))
+OPS = tuple(range(len(INSTRUCTION_FIELDS)))
 
 CONTEXT = (Column("op", "u1"), Column("origin", "<i4"), Column("loop", "<i4"))
 """Columns of every row: the instruction code, the origin (index into
@@ -564,7 +564,7 @@ into `Stream.loops`, 0 at the top level)."""
 def columns() -> tuple[Column, ...]:
     """Every column of the instruction table, each once, in schema order."""
     seen: dict[str, Column] = {c.name: c for c in CONTEXT}
-    for fields in INSTRUCTIONS:
+    for fields in INSTRUCTION_FIELDS:
         for each in fields:
             for column in each.columns():
                 assert seen.setdefault(column.name, column) == column, column
@@ -581,7 +581,7 @@ def having(column: str) -> tuple[int, ...]:
     """The instruction codes whose fields hold this column."""
     return tuple(
         code
-        for code, fields in enumerate(INSTRUCTIONS)
+        for code, fields in enumerate(INSTRUCTION_FIELDS)
         if any(c.name == column for f in fields for c in f.columns())
     )
 
@@ -589,7 +589,7 @@ def having(column: str) -> tuple[int, ...]:
 def fields_of(kind: type[Field]) -> tuple[Field, ...]:
     """The distinct fields of one kind, over every instruction."""
     return tuple(
-        dict.fromkeys(f for fs in INSTRUCTIONS for f in fs if isinstance(f, kind))
+        dict.fromkeys(f for fs in INSTRUCTION_FIELDS for f in fs if isinstance(f, kind))
     )
 
 

@@ -1,4 +1,5 @@
-"""The machine model's fixed vocabulary: memory spaces and size limits.
+"""The machine model's fixed vocabulary: memory spaces, size limits, and how
+a run completes DMAs.
 
 Shared by the copy dialect, the dma dialect, the stream and the targets, so
 that each names the spaces and limits from one place.
@@ -15,6 +16,13 @@ MAX_RANK = 32
 """Refs have at most this many dimensions (numpy's own limit is 64)."""
 MAX_SEMAPHORES = 1 << 20
 """A semaphore array has at most this many semaphores."""
+MODES = ("random", "eager", "on_wait")
+"""When, inside its in-flight window, a run moves each DMA's data: at a
+random moment, at its start, or in the wait that needs it. A correct
+program gives one result in every mode."""
+POISON = 0xFF
+"""The byte a run's memory holds until written, so that a read of memory
+nobody wrote shows."""
 
 
 def memory_space(name: str) -> str:

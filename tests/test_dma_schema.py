@@ -43,7 +43,7 @@ f32 [8] sem {(d0) -> (d0 mod 2)} add priority 1 if {(d0) : (d0 - 1 >= 0)}
 
 def test_each_op_holds_exactly_its_fields_properties():
     for code, op in enumerate(dma.INSTRUCTIONS):
-        assert op.FIELDS is schema.INSTRUCTIONS[code]
+        assert op.FIELDS is schema.INSTRUCTION_FIELDS[code]
         declared = set(op.get_irdl_definition().properties)
         assert declared == {name for field in op.FIELDS for name in field.properties()}
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from copyir import dma_schema as schema
 from copyir import errors, limits
-from copyir.compute import check as compute_check
+from copyir.compute import check_expression
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError
 from copyir.index import bounds
@@ -380,7 +380,7 @@ def _expression_problems(each, rows: np.ndarray, dtype: np.ndarray) -> list:
         if not 0 <= code < len(DTYPES):
             continue  # the row's own check reports it
         try:
-            compute_check(each.expression, DTYPES[code], len(each.operands))
+            check_expression(each.expression, DTYPES[code], len(each.operands))
         except CopyIRError as err:
             problems.append((rows & (dtype == code), lambda r, why=err.message: why))
     return problems

@@ -57,12 +57,12 @@ class ComputeOp(CopyOp):
         return (self.dst,)
 
     def parsed(self):
-        from copyir.compute import parse
+        from copyir.compute import parse_expression
 
-        return parse(self.expression.data)
+        return parse_expression(self.expression.data)
 
     def check(self) -> None:
-        from copyir.compute import check
+        from copyir.compute import check_expression
 
         dst = expect_ref("a computation", "destination", self.dst)
         inputs = [expect_ref("a computation", "input", v) for v in self.inputs]
@@ -89,7 +89,7 @@ class ComputeOp(CopyOp):
             raise CopyIRError(errors.SMEM_STORE)
         if dst.space_name == "vmem" and not dst.get_shape():
             raise CopyIRError(errors.VMEM_SCALAR_STORE)
-        check(self.expression.data, dst.dtype, len(inputs))
+        check_expression(self.expression.data, dst.dtype, len(inputs))
 
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
