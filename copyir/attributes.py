@@ -10,6 +10,9 @@ from __future__ import annotations
 import functools
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i32, i64
+from xdsl.parser import AttrParser
+
+from copyir import errors
 
 
 @functools.lru_cache(maxsize=4096)
@@ -40,3 +43,13 @@ def i64_attr(value: int) -> IntegerAttr:
 def string_attr(value: str) -> StringAttr:
     """A shared `StringAttr`."""
     return StringAttr(value)
+
+
+def parse_i64(parser: AttrParser) -> int:
+    """An integer that fits in 64 bits, as every integer property and stream
+    field must: a larger one is an error at its text, not a wrapped value."""
+    start = parser.pos
+    value = parser.parse_integer(allow_negative=True)
+    if not -(2**63) <= value < 2**63:
+        parser.raise_error(errors.INT_RANGE.format(value=value), start, parser.pos)
+    return value

@@ -41,8 +41,7 @@ from xdsl.ir.affine import AffineSet
 from xdsl.irdl import opt_prop_def, prop_def
 from xdsl.parser import Parser
 
-from copyir import errors
-from copyir.attributes import i64_array, i64_attr, int_values
+from copyir.attributes import i64_array, i64_attr, int_values, parse_i64
 from copyir.dtypes import BY_IR, DTYPES
 from copyir.machine import SPACES
 
@@ -116,15 +115,6 @@ def _attribute(reader: Reader, value: int, map_id: int) -> Attribute:
 
 
 # -- the text's pieces ---------------------------------------------------------------
-
-
-def parse_i64(parser: Parser) -> int:
-    """An integer that fits in 64 bits, as every field must."""
-    start = parser.pos
-    value = parser.parse_integer(allow_negative=True)
-    if not -(2**63) <= value < 2**63:
-        parser.raise_error(errors.INT_RANGE.format(value=value), start, parser.pos)
-    return value
 
 
 def parse_value(parser: Parser) -> Attribute:

@@ -24,6 +24,7 @@ from xdsl.printer import Printer
 from xdsl.utils.str_enum import StrEnum
 
 from copyir import errors
+from copyir.attributes import parse_i64
 from copyir.dtypes import BY_IR, KNOWN_NAMES, DType
 from copyir.errors import CopyIRError
 from copyir.machine import MAX_RANK, memory_space
@@ -35,15 +36,6 @@ DYNAMIC = DYNAMIC_INDEX
 """In a view's offsets (or an index list): this one is the next of the op's
 dynamic operands, an index value computed from loop indices, as
 `memref.subview` marks its dynamic offsets."""
-
-
-def parse_i64(parser: AttrParser) -> int:
-    """An integer that fits in 64 bits, as every integer property must."""
-    start = parser.pos
-    value = parser.parse_integer(allow_negative=True)
-    if not -(2**63) <= value < 2**63:
-        parser.raise_error(errors.INT_RANGE.format(value=value), start, parser.pos)
-    return value
 
 
 def _int_array(values: Sequence[int]) -> ArrayAttr[IntAttr]:
