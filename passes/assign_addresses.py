@@ -11,7 +11,6 @@ consecutive ids, an array one id per element. The results are attributes:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -30,7 +29,6 @@ from copyir.dialects.copy import (
     BufferedRefOp,
     KernelOp,
     RefType,
-    SemaphoreArrayType,
     SemaphoreOp,
 )
 from copyir.errors import CopyIRError
@@ -91,7 +89,7 @@ def assign_addresses(kernel: KernelOp, target: Target) -> None:
             op.attributes[ADDRESS] = IntegerAttr(address, i64)
         elif isinstance(op, SemaphoreOp):
             op.attributes[SEM_ID] = IntegerAttr(next_sem, i64)
-            next_sem += semaphore_count(op)
+            next_sem += op.count
         elif isinstance(op, BufferedRefOp):
             raise CopyIRError(
                 errors.NEEDS_PASS.format(
@@ -117,9 +115,3 @@ class AssignAddressesPass(ModulePass):
         for kernel in op.ops:
             if isinstance(kernel, KernelOp):
                 assign_addresses(kernel, target)
-
-
-def semaphore_count(op: SemaphoreOp) -> int:
-    """How many semaphores a `semaphore` op makes: its array's size, or 1."""
-    type = op.result.type
-    return math.prod(type.get_shape()) if isinstance(type, SemaphoreArrayType) else 1

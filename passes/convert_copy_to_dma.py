@@ -33,7 +33,6 @@ from copyir.passes.assign_addresses import (
     PARAM_ADDRESSES,
     SEM_ID,
     TARGET,
-    semaphore_count,
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -251,7 +250,7 @@ class _Lowering:
             self.sems[op.result] = first
             type = op.result.type
             shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
-            self.semaphores = max(self.semaphores, first + semaphore_count(op))
+            self.semaphores = max(self.semaphores, first + op.count)
             if op.result.name_hint:  # named by the user: named in messages too
                 properties = {
                     "sem_name": string_attr(

@@ -3,6 +3,7 @@ allocations, semaphores, and views of refs and of semaphore arrays."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -184,6 +185,14 @@ class SemaphoreOp(CopyOp):
         super().__init__(result_types=[type])
         set_name(self.result, name)
 
+    @property
+    def count(self) -> int:
+        """How many semaphores it makes: its array's size, or 1."""
+        type = self.result.type
+        return (
+            math.prod(type.get_shape()) if isinstance(type, SemaphoreArrayType) else 1
+        )
+
     def check(self) -> None:
         type = self.result.type
         if not isinstance(type, SemaphoreArrayType):
@@ -191,10 +200,7 @@ class SemaphoreOp(CopyOp):
         shape = type.get_shape()
         if not shape or any(d < 1 for d in shape):
             raise CopyIRError(errors.BAD_SEMAPHORE_SHAPE.format(shape=list(shape)))
-        count = 1
-        for extent in shape:
-            count *= extent
-        if count > MAX_SEMAPHORES:
+        if (count := self.count) > MAX_SEMAPHORES:
             raise CopyIRError(
                 errors.TOO_MANY_SEMAPHORES.format(
                     count=count, name=describe(self.result), limit=MAX_SEMAPHORES
