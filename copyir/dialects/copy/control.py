@@ -151,6 +151,7 @@ class GridOp(CopyOp):
         return {"dimension_semantics": semantics_attr(semantics)}
 
     def print_semantics(self, printer: Printer) -> None:
+        """` dimension_semantics [parallel, arbitrary]`, when given."""
         if self.dimension_semantics is not None:
             words = ", ".join(s.data for s in self.dimension_semantics.data)
             printer.print_string(f" dimension_semantics [{words}]")
