@@ -485,8 +485,9 @@ def _check_parallel_pipeline(n: int) -> Stage:
     window = "!copy.ref<8x128xf32, vmem>"
     spec = f"{ref} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2"
     specs = f"in %x : {spec}, out %y : {spec}"
+    grid = f"grid({n}, 2) dimension_semantics [parallel, arbitrary]"
     text = f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
-  copy.pipeline grid({n}, 2) parallel [0] {specs} (%xw, %yw, %i, %j) {{
+  copy.pipeline {grid} {specs} (%xw, %yw, %i, %j) {{
     copy.compute %yw = "$0" (%xw) : {window}, {window}
   }}
 }}

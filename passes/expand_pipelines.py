@@ -65,6 +65,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from copyir.attributes import i64_array
 from copyir.dialects.copy import (
     DYNAMIC,
+    PARALLEL,
     BufferedCopyOp,
     BufferedRefOp,
     ForOp,
@@ -78,6 +79,7 @@ from copyir.dialects.copy import (
     WindowOp,
     kernel_level,
     sem_index_result_type,
+    semantics_attr,
     set_name,
 )
 from copyir.names import FreshNames
@@ -360,7 +362,7 @@ class _Expansion:
                 "lower": i64_array((0,) * schedule.parallel),
                 "upper": i64_array(tuple(schedule.grid[: schedule.parallel])),
                 "grid": UnitAttr(),
-                "parallel": i64_array(tuple(range(schedule.parallel))),
+                "dimension_semantics": semantics_attr((PARALLEL,) * schedule.parallel),
             },
             regions=[Region(block)],
             location=self.location,

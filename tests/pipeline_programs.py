@@ -158,9 +158,10 @@ class Pipeline:
             f"{window(first)}, {window(s)}"
             for k, s in enumerate(self.outputs)
         )
+        semantics = ["parallel"] * self.parallel
+        semantics += ["arbitrary"] * (len(self.grid) - self.parallel)
         options = (
-            f" parallel [{', '.join(map(str, range(self.parallel)))}]"
-            * bool(self.parallel)
+            f" dimension_semantics [{', '.join(semantics)}]" * bool(self.parallel)
             + " no_pipelining" * self.no_pipelining
         )
         grid = ", ".join(map(str, self.grid))

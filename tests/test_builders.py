@@ -79,6 +79,19 @@ kernel scale(x: f32[64, 256] @hbm, y: f32[64, 256] @hbm) {
 }
 """
 
+PARALLEL_GRIDS = """\
+kernel rows(x: f32[64, 256] @hbm, y: f32[64, 256] @hbm) {
+  for i, j in grid(4, 2), parallel=(0,) {
+  }
+  pipeline grid=(4, 2) dimension_semantics=(parallel, arbitrary)
+      in  x block=(16, 128) index=(i, j) -> (i, j)
+      out y block=(16, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    yw[...] = 2.0 * xw + 1.0
+  }
+}
+"""
+
 COMPUTE = """\
 kernel axpy(x: f32[8, 128] @hbm, y: f32[8, 128] @hbm) {
   xv = alloc f32[8, 128] @vmem
@@ -164,6 +177,26 @@ def pipeline() -> ModuleOp:
     return ModuleOp([k])
 
 
+def parallel_grids() -> ModuleOp:
+    """`dimension_semantics` as the builders take it: one per dimension."""
+    k = KernelOp("rows", [("x", hbm(64, 256)), ("y", hbm(64, 256))])
+    semantics = ("parallel", "arbitrary")
+    loop = ForOp([0, 0], [4, 2], ["i", "j"], grid=True, dimension_semantics=semantics)
+    block = [BlockDimAttr(BLOCKED, 16), BlockDimAttr(BLOCKED, 128)]
+    identity = AffineMap.identity(2)
+    specs = [
+        PipelineSpecAttr(IN, block, identity),
+        PipelineSpecAttr(OUT, block, identity),
+    ]
+    op = PipelineOp(
+        (4, 2), k.params, specs, ["xw", "yw"], dimension_semantics=semantics
+    )
+    xw, yw = op.windows
+    op.body.block.add_op(ComputeOp(yw, AXPY, [xw]))
+    k.body.block.add_ops([loop, op])
+    return ModuleOp([k])
+
+
 def compute() -> ModuleOp:
     k = KernelOp("axpy", [("x", hbm(8, 128)), ("y", hbm(8, 128))])
     x, y = k.params
@@ -184,6 +217,7 @@ PROGRAMS = {
     "static DMAs": (static_dmas, STATIC_DMAS),
     "a loop with when": (loop_with_when, LOOP_WITH_WHEN),
     "a pipeline": (pipeline, PIPELINE),
+    "parallel grids": (parallel_grids, PARALLEL_GRIDS),
     "a compute": (compute, COMPUTE),
 }
 
@@ -208,6 +242,9 @@ def test_a_builder_checks_eagerly():
     k = KernelOp("k", [("x", hbm(8))])
     with pytest.raises(ValueError, match="Unknown action: go"):
         DmaOp("go", k.params[0], k.params[0], SemaphoreOp().result)
+    with pytest.raises(ValueError) as caught:
+        ForOp([0], [4], dimension_semantics=("core_parallel",))
+    assert str(caught.value) == errors.DIMENSION_SEMANTICS.format(name="core_parallel")
 
 
 def test_a_declared_type_keeps_its_documented_message():

@@ -162,7 +162,7 @@ def test_a_body_that_reads_its_output_before_writing_it_is_reported():
 def carried(parallel: bool) -> str:
     """A body that carries state in scratch from step to step: legal over a
     sequential grid, wrong across a parallel dimension."""
-    options = " parallel [0]" if parallel else ""
+    options = " dimension_semantics [parallel]" if parallel else ""
     return f"""copy.kernel @carry(%x: {f32((32, 128))}, %y: {f32((32, 128))}) {{
   %acc = copy.alloc : {vmem((8, 128))}
   copy.compute %acc = "0.0" () : {vmem((8, 128))}
@@ -209,7 +209,12 @@ def test_state_carried_across_a_parallel_dimension_is_an_error_in_every_mode():
 
 
 def test_a_parallel_pipeline_runs_one_schedule_per_parallel_index():
-    program = scale(rows=32, cols=256, grid=(4, 2), options=" parallel [0]")
+    program = scale(
+        rows=32,
+        cols=256,
+        grid=(4, 2),
+        options=" dimension_semantics [parallel, arbitrary]",
+    )
     stream = copyir.to_stream(copyir.lower(program))
     lines = trace_lines(stream)
     prologues = [line for line in lines if re.match(r"i = \d: start x", line)]
@@ -310,9 +315,23 @@ def test_three_output_buffers_is_pallas_error():
 
 
 def test_parallel_dimensions_must_be_a_prefix():
-    program = scale(rows=32, cols=256, grid=(4, 2), options=" parallel [1]")
+    program = scale(
+        rows=32,
+        cols=256,
+        grid=(4, 2),
+        options=" dimension_semantics [arbitrary, parallel]",
+    )
     assert verify_error(program) == (
         "Dimensions with parallel semantics must form a prefix of the grid."
+    )
+
+
+def test_a_pipeline_has_one_dimension_semantics_per_grid_dimension():
+    """The MLIR form's count is checked as the authoring syntax's is."""
+    options = " dimension_semantics [parallel]"
+    program = scale(rows=32, cols=256, grid=(4, 2), options=options)
+    assert verify_error(program) == errors.DIMENSION_SEMANTICS_COUNT.format(
+        count=1, rank=2
     )
 
 
@@ -338,7 +357,9 @@ def test_a_non_consecutive_output_revisit_is_reported_as_pallas_interpret_mode_d
 
 
 def test_an_output_block_shared_across_a_parallel_dimension_is_reported():
-    assert verify_error(revisiting("0, d1", options=" parallel [0]")) == (
+    assert verify_error(
+        revisiting("0, d1", options=" dimension_semantics [parallel, arbitrary]")
+    ) == (
         "Output 0 (y) visits block (0, 0) in iterations (0, 0) and (1, 0), which "
         "differ in parallel dimension 0: iterations of a parallel dimension run "
         "on different cores and must not share an output block"

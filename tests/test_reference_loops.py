@@ -142,7 +142,11 @@ def walked_row_major(x: np.ndarray, first: np.ndarray) -> np.ndarray:
     "loops, close, indices",
     [
         ("copy.for %i, %j in grid(3, 4) {", "}", "%i, %j"),
-        ("copy.for %i, %j in grid(3, 4) parallel [0, 1] {", "}", "%i, %j"),
+        (
+            "copy.for %i, %j in grid(3, 4) dimension_semantics [parallel, parallel] {",
+            "}",
+            "%i, %j",
+        ),
         (
             "copy.for %i in range(0, 3) {\n  copy.for %j in range(0, 4) {",
             "}\n  }",

@@ -16,7 +16,9 @@ from copyir import errors
 from copyir.cli import main
 from copyir.cpy.keywords import KEYWORDS
 from copyir.dialects.copy import (
+    ARBITRARY,
     DYNAMIC,
+    PARALLEL,
     AsyncCopyOp,
     AsyncDmaOp,
     BufferedCopyOp,
@@ -122,6 +124,76 @@ def test_parallel_dimensions():
     assert loop.parallel_dims == (0,)
     assert "for i, j in grid(8, 3), parallel=(0,) {" in copyir.to_text(module)
     assert_round_trips(module)
+
+
+def test_dimension_semantics_are_enum_attributes_in_the_mlir_form():
+    """`parallel=(0,)` is one `#copy<dim ...>` per dimension, printed after
+    the grid in the custom form and read back from the generic one."""
+    module = parse(kernel("  for i, j in grid(8, 3), parallel=(0,) {\n  }"))
+    (loop,) = ops_of(module, ForOp)
+    assert [s.data for s in loop.dimension_semantics.data] == [PARALLEL, ARBITRARY]
+    mlir = copyir.to_text(module, "mlir", debuginfo=False)
+    assert "grid(8, 3) dimension_semantics [parallel, arbitrary] {" in mlir
+    generic = (
+        '"copy.kernel"() <{sym_name = "k"}> ({\n'
+        '  "copy.for"() <{lower = array<i64: 0, 0>, upper = array<i64: 8, 3>, '
+        "grid, dimension_semantics = [#copy<dim parallel>, #copy<dim arbitrary>]}> "
+        "({\n  ^bb0(%i: index, %j: index):\n  }) : () -> ()\n}) : () -> ()\n"
+    )
+    (from_generic,) = ops_of(parse(generic, "k.mlir"), ForOp)
+    assert from_generic.dimension_semantics == loop.dimension_semantics
+    assert from_generic.parallel_dims == (0,)
+    misspelt = generic.replace("dim arbitrary", "dim arbitary")
+    with pytest.raises(CopyIRError) as caught:
+        parse(misspelt, "k.mlir")
+    assert caught.value.message == errors.DIMENSION_SEMANTICS.format(name="arbitary")
+    assert caught.value.loc.line == 2
+
+
+@pytest.mark.parametrize(
+    "semantics, message, col",
+    [
+        (
+            "[paralel, arbitrary]",
+            errors.DIMENSION_SEMANTICS.format(name="paralel"),
+            54,
+        ),
+        ("[parallel, 0]", "identifier expected for a dimension's semantics", 64),
+        (
+            "[parallel]",
+            errors.MALFORMED_LOOP.format(
+                why="its dimension semantics and indices disagree in number"
+            ),
+            3,
+        ),
+    ],
+)
+def test_a_dimension_semantics_in_the_mlir_form_is_checked(semantics, message, col):
+    """An unknown word is one located parse error, DIMENSION_SEMANTICS
+    quoting it; a count that is not the rank is the verifier's."""
+    mlir = (
+        "copy.kernel @k() {\n"
+        f"  copy.for %i, %j in grid(8, 3) dimension_semantics {semantics} {{\n"
+        "  }\n}\n"
+    )
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(parse(mlir, "k.mlir"))
+    err = caught.value
+    assert err.message == message
+    assert (err.loc.line, err.loc.col) == (2, col)
+
+
+def test_a_parallel_dimension_out_of_range_is_located_at_the_loop():
+    """`.cpy`'s `parallel=` names dimensions of the grid; a repeated one is
+    one parallel dimension."""
+    for dims in ("(2,)", "(-1,)"):
+        err = error_of(kernel(f"  for i, j in grid(8, 3), parallel={dims} {{\n  }}"))
+        assert err.message == errors.MALFORMED_LOOP.format(
+            why="a parallel dimension out of range"
+        )
+        assert (err.loc.line, err.loc.col) == (body_line(1), 3)
+    module = parse(kernel("  for i, j in grid(8, 3), parallel=(0, 0) {\n  }"))
+    assert ops_of(module, ForOp)[0].parallel_dims == (0,)
 
 
 def test_nested_loops_nest_ops_and_statements_keep_their_lines():

@@ -96,7 +96,7 @@ def test_the_sketch_builds_the_op_the_mlir_form_writes():
     ] * 2
     assert [str(s.index_map.data) for s in specs] == ["(d0, d1) -> (d0, d1)"] * 2
     assert [s.buffers.data for s in specs] == [3, 2]
-    assert op.parallel is None and op.no_pipelining is None
+    assert op.dimension_semantics is None and op.no_pipelining is None
     assert [w.name_hint for w in op.windows] == ["xw", "yw"]
     assert [i.name_hint for i in op.indices] == [None, None]
     assert op.location.line.data == 2 and op.location.column.data == 3
@@ -226,7 +226,7 @@ def test_dimension_semantics(semantics, parallel):
     )
     module = parse(text)
     op = pipeline_of(module)
-    assert op.parallel is not None and op.parallel_dims == parallel
+    assert op.dimension_semantics is not None and op.parallel_dims == parallel
     assert op.no_pipelining is not None
     assert copyir.to_text(module) == text
     assert_round_trips(module)

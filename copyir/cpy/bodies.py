@@ -23,6 +23,7 @@ from copyir.cpy.scope import INDEX, ScopedBuilder
 from copyir.dialects.copy import (
     IN,
     OUT,
+    SEMANTICS,
     SQUEEZED,
     BufferedRefOp,
     BufferedRefType,
@@ -32,6 +33,8 @@ from copyir.dialects.copy import (
     WhenOp,
     describe,
     expect_ref,
+    parallel_semantics,
+    semantics_attr,
 )
 from copyir.errors import CopyIRError, Note
 from copyir.hints import did_you_mean
@@ -94,7 +97,15 @@ class BodyBuilder(OptionReader):
             properties["grid"] = UnitAttr()
         parallel = self.options(options, "for", {"parallel": "dims"}).get("parallel")
         if parallel is not None:
-            properties["parallel"] = i64_array(tuple(parallel))
+            if any(d not in range(len(upper)) for d in parallel):
+                raise self.error(
+                    for_token,
+                    errors.MALFORMED_LOOP.format(
+                        why="a parallel dimension out of range"
+                    ),
+                )
+            semantics = parallel_semantics(len(upper), parallel)
+            properties["dimension_semantics"] = semantics_attr(semantics)
         block = Block(arg_types=[INDEX] * len(names))
         self.emit(ForOp, (), (), properties, [Region(block)])
         outer = self.open_scope("loop", for_token, block)
@@ -161,8 +172,8 @@ class BodyBuilder(OptionReader):
 
     def pipeline_options(self, token: Token, options: list[Tree]) -> dict:
         """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)` (the
-        parallel dimensions; the verifier wants them a prefix),
-        `no_pipelining`: the op's properties."""
+        verifier wants the parallel ones a prefix), `no_pipelining`: the
+        op's properties."""
         values = self.options(options, "pipeline", _PIPELINE_OPTIONS)
         grid = values.get("grid")
         if grid is None:
@@ -175,22 +186,23 @@ class BodyBuilder(OptionReader):
         properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
         semantics = values.get("dimension_semantics")
         if semantics is not None:
-            dims = self.parallel_dims(token, semantics, grid)
-            properties["parallel"] = i64_array(dims)
+            self.check_semantics(token, semantics, grid)
+            properties["dimension_semantics"] = semantics_attr(semantics)
         if "no_pipelining" in values:
             properties["no_pipelining"] = UnitAttr()
         return properties
 
-    def parallel_dims(
+    def check_semantics(
         self, token: Token, semantics: list[Token], grid: list[int]
-    ) -> tuple[int, ...]:
-        """The dimensions that `dimension_semantics` calls parallel."""
+    ) -> None:
+        """`dimension_semantics` names a known semantics, one per grid
+        dimension."""
         for name in semantics:
-            if name not in _SEMANTICS:
+            if name not in SEMANTICS:
                 raise self.error(
                     name,
                     errors.DIMENSION_SEMANTICS.format(name=name),
-                    did_you_mean(str(name), _SEMANTICS),
+                    did_you_mean(str(name), SEMANTICS),
                 )
         if len(semantics) != len(grid):
             raise self.error(
@@ -199,7 +211,6 @@ class BodyBuilder(OptionReader):
                     count=len(semantics), rank=len(grid)
                 ),
             )
-        return tuple(k for k, name in enumerate(semantics) if name == "parallel")
 
     def pipeline_spec(self, spec: Tree, rank: int) -> tuple:
         """`in x block=(...) index=(i, j) -> (...) buffers=3`: the ref, its
@@ -296,4 +307,3 @@ _PIPELINE_OPTIONS = {
     "no_pipelining": "flag",
 }
 _SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int"}
-_SEMANTICS = ("parallel", "arbitrary")

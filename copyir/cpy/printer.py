@@ -415,9 +415,8 @@ class _KernelPrinter:
         else:
             extent = f"range({', '.join(map(str, bounds[0] if bounds else ()))})"
         parallel = ""
-        if op.parallel is not None:
-            dims = op.parallel_dims
-            parallel = f", parallel={format_tuple(dims)}"
+        if op.dimension_semantics is not None:
+            parallel = f", parallel={format_tuple(op.parallel_dims)}"
         return f"for {names} in {extent}{parallel}"
 
     def pipeline(self, op: PipelineOp, pad: str, depth: int, lines: list[str]) -> None:
@@ -433,11 +432,8 @@ class _KernelPrinter:
             return
         grid = op.grid_shape
         head = f"pipeline grid={format_tuple(grid)}"
-        if op.parallel is not None:
-            dims = op.parallel_dims
-            semantics = (
-                "parallel" if k in dims else "arbitrary" for k in range(len(grid))
-            )
+        if op.dimension_semantics is not None:
+            semantics = (s.data for s in op.dimension_semantics.data)
             head += f" dimension_semantics={format_tuple(semantics)}"
         if op.no_pipelining is not None:
             head += " no_pipelining"
@@ -609,9 +605,9 @@ def _pipeline_problem(op: PipelineOp) -> str | None:
         return "its specs disagree in number"
     if len(op.body.block.args) != len(specs) + rank:
         return "its body takes no window per operand and index per grid dimension"
-    dims = op.parallel_dims
-    if len(set(dims)) != len(dims) or any(d not in range(rank) for d in dims):
-        return f"its parallel dimensions {list(dims)} are not dimensions of its grid"
+    semantics = op.dimension_semantics
+    if semantics is not None and len(semantics) != rank:
+        return "its dimension semantics are not one per grid dimension"
     for _, _, _, index_map, _ in specs:
         affine_map = index_map.data
         if affine_map.num_dims != rank or affine_map.num_symbols:

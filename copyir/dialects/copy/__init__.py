@@ -29,7 +29,18 @@ from .base import (
     set_name,
 )
 from .compute import ComputeOp
-from .control import ForOp, IndexOp, WhenOp
+from .control import (
+    ARBITRARY,
+    PARALLEL,
+    SEMANTICS,
+    DimensionSemantics,
+    DimensionSemanticsAttr,
+    ForOp,
+    IndexOp,
+    WhenOp,
+    parallel_semantics,
+    semantics_attr,
+)
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
 from .indexing import check_subscript
 from .pipeline import (
@@ -112,11 +123,13 @@ Copy = Dialect(
         DirectionAttr,
         PipelineSpecAttr,
         DmaActionAttr,
+        DimensionSemanticsAttr,
     ],
 )
 
 __all__ = [
     "ACTIONS",
+    "ARBITRARY",
     "BLOCKED",
     "BLOCK_KINDS",
     "DESCRIPTOR",
@@ -124,6 +137,8 @@ __all__ = [
     "ELEMENT",
     "IN",
     "OUT",
+    "PARALLEL",
+    "SEMANTICS",
     "SEMAPHORE",
     "SQUEEZED",
     "AllocOp",
@@ -139,6 +154,8 @@ __all__ = [
     "Copy",
     "CopyOp",
     "DescriptorType",
+    "DimensionSemantics",
+    "DimensionSemanticsAttr",
     "Direction",
     "DirectionAttr",
     "DmaAction",
@@ -173,8 +190,10 @@ __all__ = [
     "expect_ref",
     "expect_semaphore",
     "kernel_level",
+    "parallel_semantics",
     "ref_type",
     "sem_index_result_type",
+    "semantics_attr",
     "set_name",
     "view_result_type",
 ]

@@ -1,8 +1,10 @@
-"""Control flow: counted loops and grids (`copy.for`), index values affine
-in loop indices (`copy.index`) and conditions on them (`copy.when`)."""
+"""Control flow: counted loops and grids (`copy.for`) with their dimension
+semantics, index values affine in loop indices (`copy.index`) and
+conditions on them (`copy.when`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -14,9 +16,11 @@ from xdsl.dialects.builtin import (
     IndexType,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineMap, AffineSet
 from xdsl.irdl import (
+    irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
     prop_def,
@@ -25,9 +29,10 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, Pure
+from xdsl.utils.str_enum import StrEnum
 
 from copyir import errors
 from copyir.attributes import i64_array, int_values
@@ -43,30 +48,113 @@ def grid_not_positive(grid: Sequence[int]) -> CopyIRError:
     return CopyIRError(errors.GRID_NOT_POSITIVE.format(grid=f"({text})"))
 
 
-def parse_parallel(parser: Parser, properties: dict[str, Attribute]) -> None:
-    """`parallel [0, 1]`, if there: a grid's parallel dimensions."""
-    if parser.parse_optional_keyword("parallel") is not None:
-        parallel = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: parse_i64(parser)
+class DimensionSemantics(StrEnum):
+    """What a grid dimension claims, as Pallas' `dimension_semantics` says:
+    the iterations of a `parallel` one do not depend on each other, so an
+    interpreter may run them in any order (and a TPU split them across
+    cores); an `arbitrary` one claims nothing."""
+
+    PARALLEL = "parallel"
+    ARBITRARY = "arbitrary"
+
+
+PARALLEL, ARBITRARY = DimensionSemantics
+SEMANTICS = tuple(DimensionSemantics)
+
+
+@irdl_attr_definition
+class DimensionSemanticsAttr(
+    EnumAttribute[DimensionSemantics], SpacedOpaqueSyntaxAttribute
+):
+    """One grid dimension's semantics: `#copy<dim parallel>`."""
+
+    name = "copy.dim"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> DimensionSemantics:
+        return parse_semantics(parser)
+
+
+def parse_semantics(parser: AttrParser) -> DimensionSemantics:
+    """`parallel` or `arbitrary`; another word is DIMENSION_SEMANTICS,
+    located at the word."""
+    start = parser.pos
+    word = parser.parse_identifier(" for a dimension's semantics")
+    if word not in SEMANTICS:
+        message = errors.DIMENSION_SEMANTICS.format(name=word)
+        parser.raise_error(message, start, parser.pos)
+    return DimensionSemantics(word)
+
+
+def check_semantics(word: str) -> DimensionSemantics:
+    """The semantics a word names, or DIMENSION_SEMANTICS quoting it."""
+    if word not in SEMANTICS:
+        raise CopyIRError(errors.DIMENSION_SEMANTICS.format(name=word))
+    return DimensionSemantics(word)
+
+
+@functools.lru_cache(maxsize=256)
+def _semantics_array(
+    semantics: tuple[DimensionSemantics, ...],
+) -> ArrayAttr[DimensionSemanticsAttr]:
+    return ArrayAttr(DimensionSemanticsAttr(s) for s in semantics)
+
+
+def semantics_attr(
+    semantics: Sequence[DimensionSemantics | str],
+) -> ArrayAttr[DimensionSemanticsAttr]:
+    """A grid's `dimension_semantics` property, one entry per dimension
+    (shared: grids repeat a few)."""
+    return _semantics_array(tuple(check_semantics(s) for s in semantics))
+
+
+def parallel_semantics(
+    rank: int, parallel: Sequence[int]
+) -> tuple[DimensionSemantics, ...]:
+    """The semantics of a grid of `rank` whose `parallel` dimensions are
+    parallel, the others arbitrary (`.cpy`'s `parallel=(0,)`)."""
+    return tuple(PARALLEL if k in parallel else ARBITRARY for k in range(rank))
+
+
+def parse_dimension_semantics(parser: Parser, properties: dict[str, Attribute]) -> None:
+    """`dimension_semantics [parallel, arbitrary]`, if there."""
+    if parser.parse_optional_keyword("dimension_semantics") is not None:
+        semantics = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_semantics(parser)
         )
-        properties["parallel"] = i64_array(tuple(parallel))
+        properties["dimension_semantics"] = semantics_attr(semantics)
 
 
 class GridOp(CopyOp):
-    """An op over a grid some of whose dimensions may be parallel: their
-    iterations do not depend on each other (a grid's parallel dimension
-    semantics), so an interpreter may run them in any order."""
+    """An op over a grid with a semantics per dimension (Pallas'
+    `dimension_semantics`): the iterations of a parallel dimension do not
+    depend on each other, so an interpreter may run them in any order.
+    Without the property every dimension is arbitrary."""
 
-    parallel = opt_prop_def(DenseArrayBase[I64])
+    dimension_semantics = opt_prop_def(ArrayAttr[DimensionSemanticsAttr])
 
     @property
     def parallel_dims(self) -> tuple[int, ...]:
-        return () if self.parallel is None else int_values(self.parallel)
+        """The parallel dimensions, in order: what passes and backends use."""
+        if self.dimension_semantics is None:
+            return ()
+        semantics = self.dimension_semantics.data
+        return tuple(k for k, s in enumerate(semantics) if s.data == PARALLEL)
 
+    @staticmethod
+    def semantics_properties(
+        semantics: Sequence[DimensionSemantics | str] | None,
+    ) -> dict[str, Attribute]:
+        """The builders' `dimension_semantics` property, when given."""
+        if semantics is None:
+            return {}
+        return {"dimension_semantics": semantics_attr(semantics)}
 
-def print_parallel(printer: Printer, parallel: DenseArrayBase | None) -> None:
-    if parallel is not None:
-        printer.print_string(f" parallel [{', '.join(map(str, int_values(parallel)))}]")
+    def print_semantics(self, printer: Printer) -> None:
+        """` dimension_semantics [parallel, arbitrary]`, when given."""
+        if self.dimension_semantics is not None:
+            words = ", ".join(s.data for s in self.dimension_semantics.data)
+            printer.print_string(f" dimension_semantics [{words}]")
 
 
 def named_block(types: Sequence[Attribute], names: Sequence[str | None]) -> Block:
@@ -89,9 +177,9 @@ class ForOp(GridOp):
     `copy.for %i, %j in grid(8, 3) {...}` (row-major, the last index
     fastest, as Pallas walks a grid).
 
-    The body's arguments are the indices. `parallel` lists the dimensions
-    whose iterations do not depend on each other (a grid's parallel
-    dimension semantics), which the interpreter may run in any order.
+    The body's arguments are the indices. `dimension_semantics
+    [parallel, arbitrary]`, one per index, says which dimensions' iterations
+    do not depend on each other (`GridOp`).
     """
 
     name = "copy.for"
@@ -110,20 +198,20 @@ class ForOp(GridOp):
         names: Sequence[str | None] = (),
         *,
         grid: bool = False,
-        parallel: Sequence[int] | None = None,
+        dimension_semantics: Sequence[DimensionSemantics | str] | None = None,
         body: Region | None = None,
     ):
         """`range(lower, upper)` for one index, or with `grid`, a row-major
         grid of `upper` (every `lower` 0); the body's arguments are the
-        indices, named `names`."""
+        indices, named `names`; `dimension_semantics`, one per index,
+        `parallel` or `arbitrary`."""
         properties: dict[str, Attribute] = {
             "lower": i64_array(tuple(lower)),
             "upper": i64_array(tuple(upper)),
+            **self.semantics_properties(dimension_semantics),
         }
         if grid:
             properties["grid"] = UnitAttr()
-        if parallel is not None:
-            properties["parallel"] = i64_array(tuple(parallel))
         if body is None:
             body = Region(named_block([IndexType()] * len(upper), names))
         super().__init__(properties=properties, regions=[body])
@@ -160,9 +248,12 @@ class ForOp(GridOp):
                             name=describe(arg), lower=lo, upper=hi, count=hi - lo
                         )
                     )
-        if any(not 0 <= d < len(upper) for d in self.parallel_dims):
+        semantics = self.dimension_semantics
+        if semantics is not None and len(semantics) != len(upper):
             raise CopyIRError(
-                errors.MALFORMED_LOOP.format(why="a parallel dimension out of range")
+                errors.MALFORMED_LOOP.format(
+                    why="its dimension semantics and indices disagree in number"
+                )
             )
 
     @classmethod
@@ -185,7 +276,7 @@ class ForOp(GridOp):
             parser.parse_punctuation(",")
             upper = [parse_i64(parser)]
             parser.parse_punctuation(")")
-        parse_parallel(parser, properties)
+        parse_dimension_semantics(parser, properties)
         properties["lower"] = i64_array(tuple(lower))
         properties["upper"] = i64_array(tuple(upper))
         args = [name.resolve(IndexType()) for name in names]
@@ -200,7 +291,7 @@ class ForOp(GridOp):
             printer.print_string(f" in grid({', '.join(map(str, upper))})")
         else:
             printer.print_string(f" in range({lower[0]}, {upper[0]})")
-        print_parallel(printer, self.parallel)
+        self.print_semantics(printer)
         print_body(printer, self.body)
 
 

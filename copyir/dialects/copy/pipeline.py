@@ -44,12 +44,12 @@ from copyir.errors import CopyIRError
 
 from .base import check_evaluable, describe, describe_type, expect_ref
 from .control import (
+    DimensionSemantics,
     GridOp,
     grid_not_positive,
     named_block,
-    parse_parallel,
+    parse_dimension_semantics,
     print_body,
-    print_parallel,
 )
 from .types import (
     SQUEEZED,
@@ -182,8 +182,9 @@ class PipelineOp(GridOp):
     output, a block shape, an index map and a buffer count); the body's
     arguments are the
     operands' windows (VMEM refs of the block shape, squeezed dimensions
-    dropped), then the grid indices. `parallel [0]` names the grid's
-    parallel dimensions (a prefix); `no_pipelining` copies every block in
+    dropped), then the grid indices. `dimension_semantics [parallel,
+    arbitrary]` gives each grid dimension's semantics (the parallel ones a
+    prefix); `no_pipelining` copies every block in
     and out synchronously around each step. `expand-pipelines` lowers it to
     loops of asynchronous window copies, with Pallas' schedule
     (`copyir.pipelines`).
@@ -206,18 +207,18 @@ class PipelineOp(GridOp):
         specs: Sequence[PipelineSpecAttr],
         names: Sequence[str | None] = (),
         *,
-        parallel: Sequence[int] | None = None,
+        dimension_semantics: Sequence[DimensionSemantics | str] | None = None,
         no_pipelining: bool = False,
         body: Region | None = None,
     ):
-        """Stream `refs` as `specs` say over `grid`; the body's arguments
-        (windows, then grid indices) are named `names`."""
+        """Stream `refs` as `specs` say over `grid`, whose dimensions have
+        `dimension_semantics` (`parallel` or `arbitrary`, one each); the
+        body's arguments (windows, then grid indices) are named `names`."""
         properties: dict[str, Attribute] = {
             "grid": i64_array(tuple(grid)),
             "ref_specs": ArrayAttr(specs),
+            **self.semantics_properties(dimension_semantics),
         }
-        if parallel is not None:
-            properties["parallel"] = i64_array(tuple(parallel))
         if no_pipelining:
             properties["no_pipelining"] = UnitAttr()
         if body is None:
@@ -279,8 +280,15 @@ class PipelineOp(GridOp):
             raise CopyIRError(
                 errors.MALFORMED_PIPELINE.format(why="its specs disagree in number")
             )
+        semantics = self.dimension_semantics
+        if semantics is not None and len(semantics) != len(grid):
+            raise CopyIRError(
+                errors.DIMENSION_SEMANTICS_COUNT.format(
+                    count=len(semantics), rank=len(grid)
+                )
+            )
         parallel = self.parallel_dims
-        if list(parallel) != list(range(len(parallel))) or len(parallel) > len(grid):
+        if parallel != tuple(range(len(parallel))):
             raise CopyIRError(errors.PARALLEL_PREFIX)
         args = self.body.block.args
         if len(args) != len(self.refs) + len(grid):
@@ -339,7 +347,7 @@ class PipelineOp(GridOp):
             parser.Delimiter.PAREN, lambda: parse_i64(parser)
         )
         properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
-        parse_parallel(parser, properties)
+        parse_dimension_semantics(parser, properties)
         if parser.parse_optional_keyword("no_pipelining") is not None:
             properties["no_pipelining"] = UnitAttr()
 
@@ -368,7 +376,7 @@ class PipelineOp(GridOp):
     def print(self, printer: Printer) -> None:
         grid = ", ".join(map(str, self.grid_shape))
         printer.print_string(f" grid({grid})")
-        print_parallel(printer, self.parallel)
+        self.print_semantics(printer)
         if self.no_pipelining is not None:
             printer.print_string(" no_pipelining")
         for k, (ref, spec) in enumerate(

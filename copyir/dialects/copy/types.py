@@ -67,7 +67,7 @@ def space_attr(name: str) -> MemorySpaceAttr:
 def _parse_space(parser: AttrParser) -> MemorySpaceAttr:
     """A memory space's name; an unknown one is a located parse error."""
     pos = parser.pos
-    space = parser.parse_identifier("for a memory space")
+    space = parser.parse_identifier(" for a memory space")
     try:
         return space_attr(space)
     except CopyIRError as err:

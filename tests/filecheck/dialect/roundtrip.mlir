@@ -43,3 +43,24 @@ copy.kernel @all_ops(%x : !copy.ref<64x128xf32, hbm>, %y : !copy.ref<64x128xf32,
 // CHECK: copy.kernel @empty(%out_1: !copy.ref<8xi1, hbm>
 // NOLOC: copy.kernel @empty(%out_1: !copy.ref<8xi1, hbm>
 copy.kernel @empty(%out_1 : !copy.ref<8xi1, hbm>) {}
+
+// A grid dimension's semantics is a #copy<dim parallel> or #copy<dim
+// arbitrary>, one per dimension; the custom form names them after the grid
+// and leaves them out when none is given.
+// CHECK-LABEL: copy.kernel @grids(
+// NOLOC-LABEL: copy.kernel @grids(
+copy.kernel @grids() {
+  // CHECK-NEXT: copy.for %i, %j in grid(4, 2) dimension_semantics [parallel, arbitrary] {
+  // NOLOC-NEXT: copy.for %i, %j in grid(4, 2) dimension_semantics [parallel, arbitrary] {
+  copy.for %i, %j in grid(4, 2) dimension_semantics [parallel, arbitrary] {
+  }
+  // CHECK: copy.for %k in range(0, 3) dimension_semantics [parallel] {
+  // NOLOC: copy.for %k in range(0, 3) dimension_semantics [parallel] {
+  "copy.for"() <{lower = array<i64: 0>, upper = array<i64: 3>, dimension_semantics = [#copy<dim parallel>]}> ({
+  ^bb0(%k: index):
+  }) : () -> ()
+  // CHECK: copy.for %l in range(0, 3) {
+  // NOLOC: copy.for %l in range(0, 3) {
+  copy.for %l in range(0, 3) {
+  }
+}

@@ -166,3 +166,31 @@ builtin.module {
     }
   }
 }
+
+// -----
+
+// A grid dimension's semantics is parallel or arbitrary, in the custom form
+// and in the generic one alike.
+copy.kernel @k() {
+  // expected-error@+1 {{A dimension's semantics is parallel or arbitrary, not paralel}}
+  copy.for %i, %j in grid(4, 2) dimension_semantics [paralel, arbitrary] {
+  }
+}
+
+// -----
+
+copy.kernel @k() {
+  // expected-error@+1 {{A dimension's semantics is parallel or arbitrary, not core_parallel}}
+  "copy.for"() <{lower = array<i64: 0>, upper = array<i64: 3>, dimension_semantics = [#copy<dim core_parallel>]}> ({
+  ^bb0(%i: index):
+  }) : () -> ()
+}
+
+// -----
+
+// One semantics per dimension.
+copy.kernel @k() {
+  // expected-error@+1 {{Malformed loop: its dimension semantics and indices disagree in number}}
+  copy.for %i, %j in grid(4, 2) dimension_semantics [parallel] {
+  }
+}

@@ -473,3 +473,13 @@ kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
     xw = window x_window[(i + 4611686018427387904) % 2]
   }
 }
+
+# -----
+
+# A parallel dimension is a dimension of the grid.
+kernel k(x: f32[8, 128] @hbm, y: f32[8, 128] @hbm) {
+  # expected-error@+1 {{Malformed loop: a parallel dimension out of range}}
+  for i, j in grid(4, 2), parallel=(2,) {
+    sync_copy x -> y
+  }
+}
