@@ -1,7 +1,8 @@
 """The words of the `.cpy` language are listed once (copyir/cpy/keywords.py):
-the list is the grammar's, and no value is printed with a keyword as its
-name, so that MLIR whose values are named like keywords (`%invalidate`)
-prints as `.cpy` that parses back."""
+the list is the grammar's, and no value but a kernel's parameter is printed
+with a keyword as its name, so that MLIR whose values are named like
+keywords (`%invalidate`) prints as `.cpy` that parses back; a parameter
+keeps its name, the kernel's interface."""
 
 from __future__ import annotations
 
@@ -123,3 +124,18 @@ def test_a_value_may_be_named_out():
     text = copyir.to_text(module)
     assert "out out block=(4, 16)" in text
     assert module_difference(module, copyir.parse(text), locations=False) is None
+
+
+@pytest.mark.parametrize("keyword", sorted(KEYWORDS | GRAMMAR_WORDS))
+@pytest.mark.parametrize("param", ["x", "y"])
+def test_a_parameter_named_like_a_keyword_keeps_its_name(keyword, param):
+    """A kernel's parameters are its interface (inputs and outputs bind by
+    name), and the parser reads any word as a parameter's name where a
+    parameter may stand: the print keeps it, and parses back."""
+    program = PROGRAM.replace(" * inf", "")  # a parameter `inf` would take it
+    mlir = copyir.to_text(copyir.parse(program, "k.cpy"), "mlir")
+    module = copyir.parse(re.sub(rf"%{param}\b", f"%{keyword}", mlir), "k.mlir")
+    text = copyir.to_text(module)
+    assert f"{keyword}: f32[8, 16]" in text.splitlines()[0]
+    again = copyir.parse(text, "printed.cpy")
+    assert module_difference(module, again, locations=False) is None, text

@@ -37,7 +37,7 @@ from xdsl.ir.affine import (
 from copyir import errors, pytree
 from copyir.compute import Apply, Expression, Literal, Operand
 from copyir.cpy.keywords import FLOAT_WORDS
-from copyir.dialects.copy import describe_type
+from copyir.dialects.copy import RefType, describe_type
 from copyir.errors import CopyIRError, Note
 from copyir.index import NEGATED, comparison, constant_out_of_range
 
@@ -378,7 +378,8 @@ def computation(
     if kind == "operand":
         if is_bare_name(tree) and str(children[0]) in FLOAT_WORDS:
             try:  # a ref of that name comes first; else the float itself
-                source.lookup(children[0])
+                if _in_hbm(source.lookup(children[0])):
+                    return Literal(str(children[0]))
             except CopyIRError:
                 return Literal(str(children[0]))
         return Operand(operand(tree))
@@ -410,6 +411,14 @@ def computation(
     raise source.error(
         tree, errors.COMPUTE_OPERATOR.format(what=what, expr=source.source(tree))
     )
+
+
+def _in_hbm(value: SSAValue) -> bool:
+    """A ref in hbm, such as a kernel's parameter, which no computation
+    reads: a parameter named `nan` or `inf` leaves the word to the float, so
+    that the printer keeps the parameter's name (the kernel's interface)
+    and the padding it writes with the word."""
+    return isinstance(value.type, RefType) and value.type.space_name == "hbm"
 
 
 def _operands(tree: Tree) -> list[Tree | Token]:

@@ -1,6 +1,7 @@
 """The words of the `.cpy` language, in one place: the grammar spells them
 (tests/test_keywords.py checks the list against grammar.lark), the parser's
-did-you-means offer them, and the printer never names a value with one."""
+did-you-means offer them, and the printer names no value but a kernel's
+parameter with one."""
 
 STATEMENT_WORDS = (
     "copy_start",
@@ -36,4 +37,11 @@ NAME_WORDS = frozenset(("out",))
 name stands (examples name their output `out`)."""
 KEYWORDS = (GRAMMAR_WORDS - NAME_WORDS) | {*FLOAT_WORDS, *BLOCK_WORDS}
 """Words the parser reads as something other than a value's name somewhere:
-no value is printed with one as its name (it gets a fresh name instead)."""
+no value is printed with one as its name (it gets a fresh name instead),
+except a kernel's parameter. A parameter's name is the kernel's interface
+(inputs and outputs bind by name), and the parser reads any word as one
+where a parameter stands: in the kernel's header and as an operand of a
+copy, a DMA, a buffered_ref or a pipeline (a computation never reads a
+parameter, so its `nan` and `inf` stay floats). Only a view of a parameter
+printed as its own statement (`v = window[0:4]`, from MLIR with twin views)
+puts the name where a value's word (`VALUE_WORDS`) would be read."""

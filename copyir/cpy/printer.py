@@ -133,7 +133,8 @@ class _KernelPrinter:
     def assign_names(self, kernel: KernelOp) -> None:
         """Keep each valid name that no visible name has taken; make up fresh
         ones for the rest. A body's names are visible inside it only, so
-        two loops may both name their index `i`."""
+        two loops may both name their index `i`. A kernel's parameters keep
+        even a keyword as their name (see `KEYWORDS`)."""
         taken = {
             v.name_hint
             for op in kernel.walk()
@@ -142,13 +143,13 @@ class _KernelPrinter:
         }
         counter = 0
 
-        def name(value: SSAValue, visible: set[str]) -> None:
+        def name(value: SSAValue, visible: set[str], word_ok: bool = False) -> None:
             nonlocal counter
             hint = value.name_hint
             if (
                 hint
                 and _NAME.fullmatch(hint)
-                and hint not in KEYWORDS
+                and (word_ok or hint not in KEYWORDS)
                 and hint not in visible
             ):
                 chosen = hint
@@ -160,9 +161,9 @@ class _KernelPrinter:
             visible.add(chosen)
             self.names[value] = chosen
 
-        def walk(block: Block, visible: set[str]) -> None:
+        def walk(block: Block, visible: set[str], params: bool = False) -> None:
             for arg in block.args:
-                name(arg, visible)
+                name(arg, visible, word_ok=params)
             for op in block.ops:
                 for region in op.regions:
                     for inner in region.blocks:
@@ -170,7 +171,7 @@ class _KernelPrinter:
                 for result in op.results:
                     name(result, visible)
 
-        walk(kernel.body.block, set())
+        walk(kernel.body.block, set(), params=True)
 
     # -- inline views and index values ------------------------------------
 
