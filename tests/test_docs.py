@@ -84,3 +84,29 @@ def test_the_stream_shown_is_what_copyir_lower_prints(page):
             if example not in outputs:
                 outputs[example] = lowered_lines(example)
             assert shown in outputs[example], (page, shown)
+
+
+SOURCE_PATH = re.compile(r"`((?:copyir|passes|backends)/[\w/.]*\w/?)`")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_source_path_named_exists(page):
+    """A module or package named in backticks (`copyir/validate/`) is there:
+    a split or a move updates the text."""
+    for path in SOURCE_PATH.findall(page.read_text()):
+        assert (ROOT / path).exists(), f"{page.name}: {path}"
+
+
+def test_the_binary_form_is_described_as_written():
+    """docs/stream.md gives the `.npz` version the code writes and the
+    instruction table's columns in the schema's order."""
+    from copyir.dma_schema import columns
+    from copyir.stream.npz import FORMAT_VERSION
+
+    text = (ROOT / "docs" / "stream.md").read_text()
+    binary = text[text.index("## The binary form") :]
+    assert f"`version` is `{FORMAT_VERSION}`" in binary
+    table = binary[binary.index("- `instructions`") :]
+    names = [c.name for c in columns()]
+    named = [w for w in re.findall(r"`(\w+)`", table) if w in names]
+    assert list(dict.fromkeys(named)) == names
