@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects.builtin import ShapedType
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -98,12 +99,15 @@ class Schedule:
         dimensions."""
         return self.number_of(self.sequential)
 
+    def strides(self, dims: tuple[int, ...]) -> tuple[int, ...]:
+        """Row-major strides of the given dimensions of the grid."""
+        return ShapedType.strides_for_shape([self.grid[d] for d in dims])
+
     def number_of(self, dims: tuple[int, ...]) -> AffineExpr:
         """Row-major number of the given dimensions' indices."""
-        expr, stride = AffineExpr.constant(0), 1
-        for d in reversed(dims):
+        expr = AffineExpr.constant(0)
+        for d, stride in reversed(tuple(zip(dims, self.strides(dims), strict=True))):
             expr = expr + AffineExpr.dimension(d) * stride
-            stride *= self.grid[d]
         return expr
 
     def at_step(self, offset: int) -> list[AffineExpr]:
@@ -112,9 +116,8 @@ class Schedule:
         stays inside the schedule)."""
         step = self.linear() + offset
         point = [AffineExpr.dimension(d) for d in range(self.parallel)]
-        stride = self.steps
-        for k, d in enumerate(self.sequential):
-            stride //= self.grid[d]
+        strides = self.strides(self.sequential)
+        for k, (d, stride) in enumerate(zip(self.sequential, strides, strict=True)):
             index = step // stride if stride > 1 else step
             point.append(
                 index % self.grid[d] if k else index

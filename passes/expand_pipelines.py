@@ -209,14 +209,9 @@ def _static(schedule: Schedule, step: int) -> list[AffineExpr]:
     """A grid point of a schedule at a static step: parallel dimensions stay
     dimensions, sequential ones become constants."""
     point = [AffineExpr.dimension(d) for d in range(schedule.parallel)]
-    rest = step
-    strides = []
-    stride = schedule.steps
-    for d in schedule.sequential:
-        stride //= schedule.grid[d]
-        strides.append(stride)
+    strides = schedule.strides(schedule.sequential)
     for stride, d in zip(strides, schedule.sequential, strict=True):
-        point.append(AffineExpr.constant((rest // stride) % schedule.grid[d]))
+        point.append(AffineExpr.constant((step // stride) % schedule.grid[d]))
     return point
 
 

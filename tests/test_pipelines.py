@@ -475,3 +475,24 @@ def test_a_block_size_below_one_in_the_mlir_form_is_located_at_the_block():
     assert str(err.value) == errors.BLOCK_SIZE.format(size=0, dim=0, extent=32)
     line = program.splitlines()[err.value.loc.line - 1]
     assert line[err.value.loc.col - 1 :].startswith("[0, 128] index")
+
+
+def test_a_schedule_numbers_its_steps_row_major():
+    """`Schedule.strides` are xDSL's row-major strides of the grid; a step's
+    number and the point some steps later agree with numpy's row-major
+    order (the parallel dimension stays a dimension)."""
+    from xdsl.dialects.builtin import ShapedType
+    from xdsl.ir.affine import AffineMap
+
+    from copyir.pipelines import Schedule
+
+    schedule = Schedule(grid=(2, 3, 4), parallel=1, operands=[])
+    assert schedule.strides((1, 2)) == ShapedType.strides_for_shape((3, 4)) == (4, 1)
+    number = AffineMap(3, 0, (schedule.linear(),))
+    later = AffineMap(3, 0, tuple(schedule.at_step(5)))
+    for point in np.ndindex(2, 3, 4):
+        step = int(np.ravel_multi_index(point[1:], (3, 4)))
+        assert number.eval(list(point), []) == (step,)
+        if step + 5 < 12:
+            expected = (point[0], *np.unravel_index(step + 5, (3, 4)))
+            assert later.eval(list(point), []) == tuple(map(int, expected))
