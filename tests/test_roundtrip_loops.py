@@ -717,6 +717,11 @@ def _in_loop(statement: str) -> str:
             5,
         ),
         (
+            "buf[...] = semaphore",
+            errors.DEFINITION_TARGET.format(what="semaphore", target="buf[...]"),
+            5,
+        ),
+        (
             "x.start()",
             errors.NOT_A_DESCRIPTOR.format(
                 call="x.start()", name="x", type="f32[64, 16] @hbm"

@@ -77,6 +77,8 @@ class ScopedBuilder:
                 ["" if c is None else self.source(c) for c in item.children]
             )
         first, last = first_token(item), last_token(item)
+        if isinstance(item, Tree) and (first is None or last is None):
+            return "".join(self.source(c) for c in item.children if c is not None)
         if first is None or first.start_pos is None or last.end_pos is None:
             return str(item)
         text, start, end = self.text, first.start_pos, last.end_pos
@@ -252,6 +254,7 @@ _SOURCE_FORMS = {
     "slice": lambda parts: ":".join(parts[:2] + [p for p in parts[2:] if p]),
     "index": lambda parts: parts[0],
     "parens": lambda parts: f"({parts[0]})",
+    "whole": lambda parts: "[...]",
 }
 """How `source` writes the trees whose brackets the parse tree drops."""
 INDEX = IndexType()
