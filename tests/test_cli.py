@@ -169,3 +169,25 @@ def test_console_script_runs_without_traceback(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith(f"{bad}:2:3: error: copy_start expects a semaphore")
+
+
+@pytest.mark.parametrize("name", ["window", "invalidate", "nan", "inf"])
+def test_a_printed_kernel_keeps_its_interface(capsys, tmp_path, name):
+    """Parameters bind inputs and outputs by name: a kernel printed as .cpy
+    runs with the names its source gave them, even keywords."""
+    import numpy as np
+
+    source = tmp_path / "k.cpy"
+    source.write_text(
+        f"kernel k({name}: f32[8] @hbm, y: f32[8] @hbm) {{\n"
+        f"  sync_copy {name} -> y\n}}\n"
+    )
+    status, printed, _ = run(["verify", "--emit", "cpy", str(source)], capsys)
+    assert status == 0 and printed.startswith(f"kernel k({name}: f32[8] @hbm")
+    (tmp_path / "printed.cpy").write_text(printed)
+    np.save(tmp_path / "a.npy", np.arange(8, dtype=np.float32))
+    out = tmp_path / "out.npz"
+    argv = ["run", str(tmp_path / "printed.cpy"), "--output", str(out)]
+    argv += ["--input", f"{name}={tmp_path / 'a.npy'}"]
+    assert run(argv, capsys)[0] == 0
+    assert np.array_equal(np.load(out)["y"], np.arange(8, dtype=np.float32))
