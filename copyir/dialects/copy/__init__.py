@@ -31,6 +31,7 @@ from .base import (
 from .compute import ComputeOp
 from .control import ForOp, IndexOp, WhenOp
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
+from .generic import fast_accessors
 from .indexing import check_subscript
 from .pipeline import (
     IN,
@@ -114,6 +115,8 @@ Copy = Dialect(
         DmaActionAttr,
     ],
 )
+for _op in Copy.operations:
+    fast_accessors(_op)
 
 __all__ = [
     "ACTIONS",

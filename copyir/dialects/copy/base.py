@@ -14,17 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import DenseArrayBase, StringAttr, i32
+from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import (
     IRDLOperation,
-    OptionalDef,
-    VariadicDef,
     irdl_attr_definition,
 )
-from xdsl.irdl.operations import BaseAttrAccessor
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -34,6 +31,7 @@ from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.index import constant_out_of_range, divides_by_zero
 
+from .generic import verify_generic
 from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
 
 if TYPE_CHECKING:
@@ -102,101 +100,6 @@ class CopyOp(IRDLOperation):
         """How messages spell this op's result when the user named it not:
         a view's expression (`x[0:8]`), an index expression (`8 * i + 8`)."""
         return None
-
-
-_VALID_SHAPES: set[tuple] = set()
-"""Keys of op shapes IRDL found valid (see `verify_generic`)."""
-
-MAX_VALID_SHAPES = 4096
-
-
-def verify_generic(op: IRDLOperation) -> None:
-    """xDSL's generic checks of the op's shape (IRDL's `OpDef.verify`).
-
-    For an op without regions or successors they are a pure function of
-    its class, operand and result types, properties and attributes (all
-    immutable): a valid verdict is remembered under that key, which is
-    computed afresh at every call, so a changed op is checked again. Its
-    traits, which may look at where it is, run every time.
-    """
-    op_def = op.get_irdl_definition()
-    if op.regions or op.successors:
-        op_def.verify(op)
-        return
-    key = (
-        type(op),
-        op.operand_types,
-        op.result_types,
-        tuple(op.properties.items()),
-        tuple(op.attributes.items()),
-    )
-    if key in _VALID_SHAPES:
-        for trait in op_def.traits:
-            trait.verify(op)
-        return
-    op_def.verify(op)
-    if len(_VALID_SHAPES) >= MAX_VALID_SHAPES:
-        _VALID_SHAPES.clear()
-    _VALID_SHAPES.add(key)
-
-
-_SEGMENT_SIZES: dict[bytes, tuple[int, ...]] = {}
-"""`operandSegmentSizes` decoded, by the array's bytes."""
-
-
-def segment_sizes_of(op: Operation) -> tuple[int, ...] | None:
-    """The op's `operandSegmentSizes` as integers, decoded once per distinct
-    array; None when it is not an i32 array (xDSL's accessors then say why)."""
-    attr = op.properties.get("operandSegmentSizes")
-    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i32:
-        return None
-    raw = attr.data.data
-    sizes = _SEGMENT_SIZES.get(raw)
-    if sizes is None:
-        if len(_SEGMENT_SIZES) >= MAX_VALID_SHAPES:
-            _SEGMENT_SIZES.clear()
-        sizes = _SEGMENT_SIZES[raw] = attr.get_values()
-    return sizes
-
-
-class SegmentAccessor:
-    """An operand accessor of an op with `AttrSizedOperandSegments` that
-    reads the segment sizes through `segment_sizes_of`, where xDSL's
-    decodes them at every read (an op's methods read its operands often).
-    It returns what xDSL's accessor returns; a malformed op is left to it."""
-
-    def __init__(self, xdsl: BaseAttrAccessor, kind: str, count: int):
-        self.xdsl, self.kind, self.count = xdsl, kind, count
-
-    def __get__(self, op: Operation | None, cls: type | None = None):
-        if op is None:
-            return self
-        sizes = segment_sizes_of(op)
-        if sizes is None or len(sizes) != self.count:
-            return self.xdsl.__get__(op, cls)
-        index = self.xdsl.idx
-        start = sum(sizes[:index])
-        if self.kind == "single":
-            return op.operands[start]
-        if self.kind == "optional":
-            return op.operands[start] if sizes[index] else None
-        return op.operands[start : start + sizes[index]]
-
-
-def segment_accessors(cls: type[CopyOp]) -> type[CopyOp]:
-    """Give an `irdl_op_definition` with `AttrSizedOperandSegments` the
-    operand accessors of `SegmentAccessor`."""
-    defs = cls.get_irdl_definition().operands
-    for name, definition in defs:
-        kind = (
-            "optional"
-            if isinstance(definition, OptionalDef)
-            else "variadic"
-            if isinstance(definition, VariadicDef)
-            else "single"
-        )
-        setattr(cls, name, SegmentAccessor(vars(cls)[name], kind, len(defs)))
-    return cls
 
 
 def parse_operands(parser: Parser) -> list[UnresolvedOperand]:

@@ -48,7 +48,6 @@ from .base import (
     parse_operands,
     print_attributes_and_types,
     same_ref_type,
-    segment_accessors,
     set_name,
     types_note,
 )
@@ -264,7 +263,6 @@ class AsyncDmaOp(StartOrWaitOp):
         printer.print_op_attributes(self.attributes)
 
 
-@segment_accessors
 @irdl_op_definition
 class SyncCopyOp(CopyOp):
     """Synchronously copy a pytree of refs into another, leaf by leaf.

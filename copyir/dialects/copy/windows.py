@@ -53,7 +53,6 @@ from .base import (
     describe_type,
     expect_ref,
     expect_semaphore,
-    segment_accessors,
     set_name,
 )
 from .indexing import (
@@ -175,7 +174,6 @@ def _block_text(block: Sequence[BlockDimAttr]) -> str:
     return f"({inner},)" if len(block) == 1 else f"({inner})"
 
 
-@segment_accessors
 @irdl_op_definition
 class BufferedCopyOp(CopyOp):
     """Copy between a plain ref and one window slot of a BufferedRef.
