@@ -10,6 +10,7 @@ pass that changes an op gets the full checks of what it changed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, i32
@@ -118,11 +119,12 @@ class SegmentAccessor:
             return self.xdsl.__get__(op, cls)
         index = self.xdsl.idx
         start = sum(sizes[:index])
+        operands = _operands(op)
         if self.kind == "single":
-            return op.operands[start]
+            return operands[start]
         if self.kind == "optional":
-            return op.operands[start] if sizes[index] else None
-        return op.operands[start : start + sizes[index]]
+            return operands[start] if sizes[index] else None
+        return operands[start : start + sizes[index]]
 
 
 class PositionAccessor:
@@ -141,12 +143,11 @@ class PositionAccessor:
         return self.values(op)[self.index]
 
 
-def _operands(op: Operation) -> Any:
-    return op.operands
+_operands = attrgetter("_operands")
+"""The operand tuple itself: `op.operands` wraps it in a view that costs
+two calls more per read (xDSL is pinned, so its private field holds)."""
 
-
-def _results(op: Operation) -> Any:
-    return op.results
+_results = attrgetter("results")
 
 
 def fast_accessors(cls: type[IRDLOperation]) -> None:
