@@ -1,7 +1,8 @@
 """xDSL's generic machinery for the copy ops, made cheap enough to run on
-every op of every verify: IRDL's checks of an op's shape, remembered per
-shape (`verify_generic`), and operand and result accessors that skip
-xDSL's general dispatch (`fast_accessors`).
+every op of every verify: IRDL's checks of an op's shape, with the
+verdict on its argument lists remembered per shape (`verify_generic`),
+and operand and result accessors that skip xDSL's general dispatch
+(`fast_accessors`).
 
 Both compute what xDSL computes; neither marks a module or an op, so a
 pass that changes an op gets the full checks of what it changed.
@@ -16,71 +17,115 @@ from typing import Any
 from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import IRDLOperation, OptionalDef, VariadicDef
-from xdsl.irdl.operations import BaseAttrAccessor, BeforeVariadicSingleAccessor
+from xdsl.irdl.constraints import VerificationContext
+from xdsl.irdl.operations import (
+    AttrSizedSegments,
+    BaseAttrAccessor,
+    BeforeVariadicSingleAccessor,
+    OpDef,
+    OptAttributeDef,
+    OptPropertyDef,
+    VarIRConstruct,
+    irdl_op_verify_arg_list,
+    irdl_op_verify_regions,
+    verify_variadic_size,
+)
+from xdsl.utils.exceptions import VerifyException
 
 MAX_ENTRIES = 4096
 """Bound of each cache here; a full one starts afresh."""
 
-_VALID_SHAPES: dict[tuple, tuple[Attribute, ...]] = {}
-"""Op shapes IRDL found valid (see `verify_generic`), each with the types
-its key names by identity, which the entry keeps alive so that no other
-object takes their ids."""
-
-_TRIALS: dict[type, list[int]] = {}
-"""Per op class, [ops, hits] since its last trial: a class whose ops
-rarely repeat a shape (views of distinct offsets) is not remembered while
-less than half its lookups hit, since its keys would cost more than they
-save; every `RETRY_OPS` ops it gets a fresh trial of `TRIAL_OPS`."""
-
-TRIAL_OPS = 256
-RETRY_OPS = 8192
+_VALID_ARGUMENTS: dict[tuple, tuple[Attribute, ...]] = {}
+"""Keys of operand and result lists IRDL found valid (see
+`verify_generic`), each with the types the key names by identity, which
+the entry keeps alive so that no other object takes their ids."""
 
 
 def verify_generic(op: IRDLOperation) -> None:
-    """xDSL's generic checks of the op's shape (IRDL's `OpDef.verify`).
+    """xDSL's generic checks of the op's shape: what IRDL's `OpDef.verify`
+    checks, in its order and with its messages.
 
-    For an op without regions or successors they are a pure function of
-    its class, operand and result types, properties and attributes (all
-    immutable): a valid verdict is remembered under that key, which is
-    computed afresh at every call, so a changed op is checked again. The
-    key names the types by identity (parsers and builders share type
-    objects, and a type's hash costs more than IRDL's check of it), the
-    properties and attributes by value. The op's traits, which may look at
-    where it is, run every time.
+    Its check of the operand and result lists (counts, segment sizes,
+    each type against its constraint) is a pure function of the op's
+    class, its operand and result types and its segment sizes, when no
+    constraint of the class binds a variable: a valid verdict is
+    remembered under that key (types by identity: parsers and builders
+    share type objects, and a type's hash costs more than its check). The
+    key is computed afresh at every call, so a changed op is checked
+    again. Properties, attributes and traits are checked every time.
     """
     op_def = op.get_irdl_definition()
-    if op.regions or op.successors or not _worth_remembering(type(op)):
+    if op.regions or op.successors or _binds_variables(op, op_def):
         op_def.verify(op)
         return
     types = (*op.operand_types, *op.result_types)
-    key = (
-        type(op),
-        len(op.operands),
-        *map(id, types),
-        *op.properties.items(),
-        None,  # properties end, attributes begin
-        *op.attributes.items(),
+    key = (type(op), len(op.operands), *map(id, types), *_segment_sizes(op, op_def))
+    context = VerificationContext()
+    if key not in _VALID_ARGUMENTS:
+        irdl_op_verify_arg_list(op, op_def, VarIRConstruct.OPERAND, context)
+        irdl_op_verify_arg_list(op, op_def, VarIRConstruct.RESULT, context)
+        irdl_op_verify_regions(op, op_def, context)
+        verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
+        if len(_VALID_ARGUMENTS) >= MAX_ENTRIES:
+            _VALID_ARGUMENTS.clear()
+        _VALID_ARGUMENTS[key] = types
+    _verify_attributes(op, op_def, context)
+    for trait in op_def.traits:
+        trait.verify(op)
+
+
+def _verify_attributes(
+    op: Operation, op_def: OpDef, context: VerificationContext
+) -> None:
+    """The properties and attributes, as `OpDef.verify` checks them."""
+    for prop_name, attr_def in op_def.properties.items():
+        if prop_name not in op.properties:
+            if isinstance(attr_def, OptPropertyDef):
+                continue
+            raise VerifyException(
+                f"property '{prop_name}' expected in operation '{op.name}'"
+            )
+        attr_def.constr.verify(op.properties[prop_name], context)
+    for prop_name in op.properties:
+        if prop_name not in op_def.properties:
+            raise VerifyException(
+                f"property '{prop_name}' is not defined by the operation '{op.name}'. "
+                "Use the dictionary attribute to add arbitrary information "
+                "to the operation."
+            )
+    for attr_name, attr_def in op_def.attributes.items():
+        if attr_name not in op.attributes:
+            if isinstance(attr_def, OptAttributeDef):
+                continue
+            raise VerifyException(
+                f"attribute '{attr_name}' expected in operation '{op.name}'"
+            )
+        attr_def.constr.verify(op.attributes[attr_name], context)
+
+
+def _segment_sizes(op: Operation, op_def: OpDef) -> tuple[Attribute | None, ...]:
+    """The op's segment-size arrays, which its argument lists' check reads."""
+    return tuple(
+        option.container(op).get(option.attribute_name)
+        for option in op_def.options
+        if isinstance(option, AttrSizedSegments)
     )
-    if key in _VALID_SHAPES:
-        _TRIALS[type(op)][1] += 1
-        for trait in op_def.traits:
-            trait.verify(op)
-        return
-    op_def.verify(op)
-    if len(_VALID_SHAPES) >= MAX_ENTRIES:
-        _VALID_SHAPES.clear()
-    _VALID_SHAPES[key] = types
 
 
-def _worth_remembering(cls: type) -> bool:
-    """Count the op; False while its class's trial says its shapes rarely
-    repeat."""
-    counts = _TRIALS.setdefault(cls, [0, 0])
-    ops, hits = counts
-    if ops >= RETRY_OPS:
-        counts[:] = [0, 0]
-    counts[0] += 1
-    return ops < TRIAL_OPS or 2 * hits >= ops
+_BINDS_VARIABLES: dict[type, bool] = {}
+
+
+def _binds_variables(op: Operation, op_def: OpDef) -> bool:
+    """Whether a constraint of the op's class ties two of its parts
+    together, so that its argument lists' check depends on more than they."""
+    binds = _BINDS_VARIABLES.get(type(op))
+    if binds is None:
+        parts = (*op_def.operands, *op_def.results)
+        named = (*op_def.properties.values(), *op_def.attributes.values())
+        constraints = [d.constr for _, d in parts] + [d.constr for d in named]
+        binds = any(c.variables() for c in constraints)
+        _BINDS_VARIABLES[type(op)] = binds
+    return binds
 
 
 _SEGMENT_SIZES: dict[bytes, tuple[int, ...]] = {}
