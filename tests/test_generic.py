@@ -9,7 +9,8 @@ from conftest import INVALID_EXAMPLES, VALID_EXAMPLES
 from xdsl.dialects.builtin import StringAttr
 
 import copyir
-from copyir.dialects.copy import DmaOp, ViewOp
+from copyir.dialects.copy import CopyOp, DmaOp, ViewOp
+from copyir.dialects.copy.generic import verify_generic
 from copyir.errors import CopyIRError
 
 
@@ -76,3 +77,39 @@ def test_ops_whose_shapes_never_repeat_are_still_checked():
     views[-1].properties["sizes"] = StringAttr("8")
     with pytest.raises(CopyIRError, match="should be of base attribute"):
         copyir.verify(module)
+
+
+def verdict(check, op):
+    try:
+        check(op)
+    except Exception as err:
+        return type(err), str(err)
+    return None
+
+
+@pytest.mark.parametrize(
+    "path", VALID_EXAMPLES + INVALID_EXAMPLES, ids=lambda p: p.parent.name + p.name
+)
+def test_verify_generic_says_what_xdsl_says(path):
+    for module in modules(path):
+        for _ in range(2):  # the second time, from what it remembered
+            for op in module.walk():
+                if isinstance(op, CopyOp):
+                    expected = verdict(op.get_irdl_definition().verify, op)
+                    assert verdict(verify_generic, op) == expected
+
+
+def test_verify_generic_says_what_xdsl_says_of_changed_ops():
+    module = copyir.parse(
+        kernel_text(["copy_start x[0:8] -> b, s", "copy_wait x[0:8] -> b, s"])
+    )
+    dmas = [op for op in module.walk() if isinstance(op, DmaOp)]
+    for dma in dmas:
+        verify_generic(dma)  # remembered
+    first, second = dmas
+    first.properties["priority"] = StringAttr("1")
+    second.operands = [second.sem, second.dst, second.sem]
+    for op in dmas:
+        expected = verdict(op.get_irdl_definition().verify, op)
+        assert expected is not None
+        assert verdict(verify_generic, op) == expected
