@@ -18,10 +18,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineExpr
-from xdsl.irdl import (
-    IRDLOperation,
-    irdl_attr_definition,
-)
+from xdsl.irdl import IRDLOperation, irdl_attr_definition
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -72,7 +69,8 @@ class CopyOp(IRDLOperation):
         self.check()
 
     def verify_all(self) -> None:
-        """xDSL's generic checks of the op's shape, then its own.
+        """xDSL's generic checks of the op's shape (`verify_generic`), then
+        its own.
 
         Where a generic check fails (a semaphore where a ref is declared),
         the op's own check runs anyway and its documented message wins if it
