@@ -32,6 +32,12 @@ from xdsl.irdl.operations import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+_operands = attrgetter("_operands")
+"""The operand tuple itself: `op.operands` wraps it in a view that costs
+two calls more per read (xDSL is pinned, so its private field holds)."""
+
+_results = attrgetter("results")
+
 MAX_ENTRIES = 4096
 """Bound of each cache here; a full one starts afresh."""
 
@@ -55,11 +61,18 @@ def verify_generic(op: IRDLOperation) -> None:
     again. Properties, attributes and traits are checked every time.
     """
     op_def = op.get_irdl_definition()
-    if op.regions or op.successors or _binds_variables(op, op_def):
+    segments = _segment_options(type(op), op_def)
+    if segments is None or op.regions or op.successors:
         op_def.verify(op)
         return
-    types = (*op.operand_types, *op.result_types)
-    key = (type(op), len(op.operands), *map(id, types), *_segment_sizes(op, op_def))
+    types = [v.type for v in _operands(op)]
+    types += [r.type for r in op.results]
+    key = (
+        type(op),
+        len(_operands(op)),
+        *map(id, types),
+        *[s.container(op).get(s.attribute_name) for s in segments],
+    )
     context = VerificationContext()
     if key not in _VALID_ARGUMENTS:
         irdl_op_verify_arg_list(op, op_def, VarIRConstruct.OPERAND, context)
@@ -68,7 +81,7 @@ def verify_generic(op: IRDLOperation) -> None:
         verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
         if len(_VALID_ARGUMENTS) >= MAX_ENTRIES:
             _VALID_ARGUMENTS.clear()
-        _VALID_ARGUMENTS[key] = types
+        _VALID_ARGUMENTS[key] = tuple(types)
     _verify_attributes(op, op_def, context)
     for trait in op_def.traits:
         trait.verify(op)
@@ -103,29 +116,23 @@ def _verify_attributes(
         attr_def.constr.verify(op.attributes[attr_name], context)
 
 
-def _segment_sizes(op: Operation, op_def: OpDef) -> tuple[Attribute | None, ...]:
-    """The op's segment-size arrays, which its argument lists' check reads."""
-    return tuple(
-        option.container(op).get(option.attribute_name)
-        for option in op_def.options
-        if isinstance(option, AttrSizedSegments)
-    )
+_SEGMENT_OPTIONS: dict[type, tuple[AttrSizedSegments, ...] | None] = {}
 
 
-_BINDS_VARIABLES: dict[type, bool] = {}
-
-
-def _binds_variables(op: Operation, op_def: OpDef) -> bool:
-    """Whether a constraint of the op's class ties two of its parts
-    together, so that its argument lists' check depends on more than they."""
-    binds = _BINDS_VARIABLES.get(type(op))
-    if binds is None:
+def _segment_options(cls: type, op_def: OpDef) -> tuple[AttrSizedSegments, ...] | None:
+    """Where the class's segment sizes are, which its argument lists' check
+    reads; None when a constraint of the class ties two of its parts
+    together (a variable), so that the check depends on more than they."""
+    if cls not in _SEGMENT_OPTIONS:
         parts = (*op_def.operands, *op_def.results)
         named = (*op_def.properties.values(), *op_def.attributes.values())
         constraints = [d.constr for _, d in parts] + [d.constr for d in named]
-        binds = any(c.variables() for c in constraints)
-        _BINDS_VARIABLES[type(op)] = binds
-    return binds
+        _SEGMENT_OPTIONS[cls] = (
+            None
+            if any(c.variables() for c in constraints)
+            else tuple(o for o in op_def.options if isinstance(o, AttrSizedSegments))
+        )
+    return _SEGMENT_OPTIONS[cls]
 
 
 _SEGMENT_SIZES: dict[bytes, tuple[int, ...]] = {}
@@ -186,13 +193,6 @@ class PositionAccessor:
         if op is None:
             return self
         return self.values(op)[self.index]
-
-
-_operands = attrgetter("_operands")
-"""The operand tuple itself: `op.operands` wraps it in a view that costs
-two calls more per read (xDSL is pinned, so its private field holds)."""
-
-_results = attrgetter("results")
 
 
 def fast_accessors(cls: type[IRDLOperation]) -> None:
