@@ -38,8 +38,11 @@ two calls more per read (xDSL is pinned, so its private field holds)."""
 
 _results = attrgetter("results")
 
-MAX_ENTRIES = 4096
-"""Bound of each cache here; a full one starts afresh."""
+MAX_ENTRIES = 1024
+"""Bound of each cache here; a full one starts afresh. Programs share a
+few argument shapes; one with many distinct ones (a chain of views, each
+of its own type) misses, and a small bound makes it miss at every size
+rather than only beyond the bound."""
 
 _VALID_ARGUMENTS: dict[tuple, tuple[Attribute, ...]] = {}
 """Keys of operand and result lists IRDL found valid (see
