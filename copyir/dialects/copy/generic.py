@@ -50,6 +50,12 @@ _VALID_ARGUMENTS: dict[tuple, tuple[Attribute, ...]] = {}
 the entry keeps alive so that no other object takes their ids."""
 
 
+def forget_verdicts() -> None:
+    """Start afresh, as a new process would (a test that counts the work of
+    one verify wants it cold)."""
+    _VALID_ARGUMENTS.clear()
+
+
 def verify_generic(op: IRDLOperation) -> None:
     """xDSL's generic checks of the op's shape: what IRDL's `OpDef.verify`
     checks, in its order and with its messages.
