@@ -35,6 +35,7 @@ from copyir.dialects.copy import (
     WindowOp,
     describe_type,
     expect_ref,
+    ref_type,
 )
 from copyir.dtypes import BY_NAME, KNOWN_NAMES
 from copyir.errors import CopyIRError, Note
@@ -63,7 +64,7 @@ class DefinitionBuilder(OptionReader):
                 raise err.at(self.loc(space_token)) from None
         shape = [self.signed(d) for d in dims if d is not None]
         try:
-            return RefType(shape, dtype.ir, space)
+            return ref_type(tuple(shape), dtype.ir, space)  # shared, as views'
         except CopyIRError as err:
             raise err.at(self.loc(tree)) from None
 

@@ -4,9 +4,10 @@ One module per concern: `types` (types and attributes), `base` (the
 `CopyOp` base, how messages name values, shared checks), `indexing` (mixed
 static/dynamic index lists), `refs` (kernels, allocations, semaphores,
 views), `dmas` (DMAs and descriptors), `windows` (BufferedRefs and their
-windows), `control` (for, index, when), `compute` and `pipeline`. The
-dialect is assembled here, and every public name is re-exported, so
-`from copyir.dialects.copy import X` finds it.
+windows), `control` (for, index, when), `compute` and `pipeline`;
+`generic` makes xDSL's generic checks and accessors cheap. The dialect is
+assembled here (its ops given `generic`'s accessors), and every public
+name is re-exported, so `from copyir.dialects.copy import X` finds it.
 
 The ops follow the TPU copy helpers of JAX Pallas. Every op has a builder
 (`__init__`) that a user calls from Python and that checks eagerly; the
@@ -42,6 +43,7 @@ from .control import (
     semantics_attr,
 )
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
+from .generic import fast_accessors
 from .indexing import check_subscript
 from .pipeline import (
     IN,
@@ -126,6 +128,8 @@ Copy = Dialect(
         DimensionSemanticsAttr,
     ],
 )
+for _op in Copy.operations:
+    fast_accessors(_op)
 
 __all__ = [
     "ACTIONS",

@@ -28,6 +28,7 @@ from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.index import constant_out_of_range, divides_by_zero
 
+from .generic import verify_generic
 from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
 
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ class CopyOp(IRDLOperation):
         self.check()
 
     def verify_all(self) -> None:
-        """xDSL's generic checks of the op's shape, then its own.
+        """xDSL's generic checks of the op's shape (`verify_generic`), then
+        its own.
 
         Where a generic check fails (a semaphore where a ref is declared),
         the op's own check runs anyway and its documented message wins if it
@@ -77,7 +79,8 @@ class CopyOp(IRDLOperation):
         read the malformed op leaves the generic message.
         """
         try:
-            self.verify_()
+            verify_generic(self)
+            self.check()
         except VerifyException:
             try:
                 self.check()

@@ -10,7 +10,7 @@ with one (`copy.view`, `copy.sem_index`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType
@@ -218,9 +218,11 @@ class IndexedOp(CopyOp):
                 )
             )
 
-    def check_result(self, ok: bool, expected: Attribute) -> None:
+    def check_result(self, ok: bool, expected: Callable[[], Attribute]) -> None:
+        """MALFORMED_VIEW naming the type `expected()` gives, unless `ok`
+        (the type is built only for the message)."""
         if not ok:
-            self.malformed(f"its type should be {describe_type(expected)}")
+            self.malformed(f"its type should be {describe_type(expected())}")
 
     def malformed(self, why: str) -> None:
         raise CopyIRError(

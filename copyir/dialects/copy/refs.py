@@ -346,7 +346,7 @@ class ViewOp(IndexedOp):
             and result.get_shape() == (*kept, *shape[len(offsets) :])
             and result.element_type == source.element_type
             and result.space == source.space,
-            view_result_type(source, self.subscripts()),
+            lambda: view_result_type(source, self.subscripts()),
         )
 
     @classmethod
@@ -444,7 +444,7 @@ class SemIndexOp(IndexedOp):
             if index != DYNAMIC and not 0 <= index < shape[dim]:
                 self.subscript_error(dim, shape[dim], index, 1, True)
         expected = sem_index_result_type(type, len(indices))
-        self.check_result(self.result.type == expected, expected)
+        self.check_result(self.result.type == expected, lambda: expected)
 
 
 @irdl_op_definition

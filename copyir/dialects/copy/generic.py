@@ -1,0 +1,224 @@
+"""xDSL's generic machinery for the copy ops, made cheap enough to run on
+every op of every verify: IRDL's checks of an op's shape, with the
+verdict on its argument lists remembered per shape (`verify_generic`),
+and operand and result accessors that skip xDSL's general dispatch
+(`fast_accessors`).
+
+Both compute what xDSL computes; neither marks a module or an op, so a
+pass that changes an op gets the full checks of what it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from xdsl.dialects.builtin import DenseArrayBase, i32
+from xdsl.ir import Attribute, Operation
+from xdsl.irdl import IRDLOperation, OptionalDef, VariadicDef
+from xdsl.irdl.constraints import VerificationContext
+from xdsl.irdl.operations import (
+    AttrSizedSegments,
+    BaseAttrAccessor,
+    BeforeVariadicSingleAccessor,
+    OpDef,
+    OptAttributeDef,
+    OptPropertyDef,
+    VarIRConstruct,
+    irdl_op_verify_arg_list,
+    irdl_op_verify_regions,
+    verify_variadic_size,
+)
+from xdsl.utils.exceptions import VerifyException
+
+_operands = attrgetter("_operands")
+"""The operand tuple itself: `op.operands` wraps it in a view that costs
+two calls more per read (xDSL is pinned, so its private field holds)."""
+
+_results = attrgetter("results")
+
+MAX_ENTRIES = 1024
+"""Bound of each cache here; a full one starts afresh. Programs share a
+few argument shapes; one with many distinct ones (a chain of views, each
+of its own type) misses, and a small bound makes it miss at every size
+rather than only beyond the bound."""
+
+_VALID_ARGUMENTS: dict[tuple, tuple[Attribute, ...]] = {}
+"""Keys of operand and result lists IRDL found valid (see
+`verify_generic`), each with the types the key names by identity, which
+the entry keeps alive so that no other object takes their ids."""
+
+
+def forget_verdicts() -> None:
+    """Start afresh, as a new process would (a test that counts the work of
+    one verify wants it cold)."""
+    _VALID_ARGUMENTS.clear()
+
+
+def verify_generic(op: IRDLOperation) -> None:
+    """xDSL's generic checks of the op's shape: what IRDL's `OpDef.verify`
+    checks, in its order and with its messages.
+
+    Its check of the operand and result lists (counts, segment sizes,
+    each type against its constraint) is a pure function of the op's
+    class, its operand and result types and its segment sizes, when no
+    constraint of the class binds a variable: a valid verdict is
+    remembered under that key (types by identity: parsers and builders
+    share type objects, and a type's hash costs more than its check). The
+    key is computed afresh at every call, so a changed op is checked
+    again. Properties, attributes and traits are checked every time.
+    """
+    op_def = op.get_irdl_definition()
+    segments = _segment_options(type(op), op_def)
+    if segments is None or op.regions or op.successors:
+        op_def.verify(op)
+        return
+    types = [v.type for v in _operands(op)]
+    types += [r.type for r in op.results]
+    key = (
+        type(op),
+        len(_operands(op)),
+        *map(id, types),
+        *[s.container(op).get(s.attribute_name) for s in segments],
+    )
+    context = VerificationContext()
+    if key not in _VALID_ARGUMENTS:
+        irdl_op_verify_arg_list(op, op_def, VarIRConstruct.OPERAND, context)
+        irdl_op_verify_arg_list(op, op_def, VarIRConstruct.RESULT, context)
+        irdl_op_verify_regions(op, op_def, context)
+        verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
+        if len(_VALID_ARGUMENTS) >= MAX_ENTRIES:
+            _VALID_ARGUMENTS.clear()
+        _VALID_ARGUMENTS[key] = tuple(types)
+    _verify_attributes(op, op_def, context)
+    for trait in op_def.traits:
+        trait.verify(op)
+
+
+def _verify_attributes(
+    op: Operation, op_def: OpDef, context: VerificationContext
+) -> None:
+    """The properties and attributes, as `OpDef.verify` checks them."""
+    for prop_name, attr_def in op_def.properties.items():
+        if prop_name not in op.properties:
+            if isinstance(attr_def, OptPropertyDef):
+                continue
+            raise VerifyException(
+                f"property '{prop_name}' expected in operation '{op.name}'"
+            )
+        attr_def.constr.verify(op.properties[prop_name], context)
+    for prop_name in op.properties:
+        if prop_name not in op_def.properties:
+            raise VerifyException(
+                f"property '{prop_name}' is not defined by the operation '{op.name}'. "
+                "Use the dictionary attribute to add arbitrary information "
+                "to the operation."
+            )
+    for attr_name, attr_def in op_def.attributes.items():
+        if attr_name not in op.attributes:
+            if isinstance(attr_def, OptAttributeDef):
+                continue
+            raise VerifyException(
+                f"attribute '{attr_name}' expected in operation '{op.name}'"
+            )
+        attr_def.constr.verify(op.attributes[attr_name], context)
+
+
+_SEGMENT_OPTIONS: dict[type, tuple[AttrSizedSegments, ...] | None] = {}
+
+
+def _segment_options(cls: type, op_def: OpDef) -> tuple[AttrSizedSegments, ...] | None:
+    """Where the class's segment sizes are, which its argument lists' check
+    reads; None when a constraint of the class ties two of its parts
+    together (a variable), so that the check depends on more than they."""
+    if cls not in _SEGMENT_OPTIONS:
+        parts = (*op_def.operands, *op_def.results)
+        named = (*op_def.properties.values(), *op_def.attributes.values())
+        constraints = [d.constr for _, d in parts] + [d.constr for d in named]
+        _SEGMENT_OPTIONS[cls] = (
+            None
+            if any(c.variables() for c in constraints)
+            else tuple(o for o in op_def.options if isinstance(o, AttrSizedSegments))
+        )
+    return _SEGMENT_OPTIONS[cls]
+
+
+_SEGMENT_SIZES: dict[bytes, tuple[int, ...]] = {}
+"""`operandSegmentSizes` decoded, by the array's bytes."""
+
+
+def segment_sizes_of(op: Operation) -> tuple[int, ...] | None:
+    """The op's `operandSegmentSizes` as integers, decoded once per distinct
+    array; None when it is not an i32 array (xDSL's accessors then say why)."""
+    attr = op.properties.get("operandSegmentSizes")
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i32:
+        return None
+    raw = attr.data.data
+    sizes = _SEGMENT_SIZES.get(raw)
+    if sizes is None:
+        if len(_SEGMENT_SIZES) >= MAX_ENTRIES:
+            _SEGMENT_SIZES.clear()
+        sizes = _SEGMENT_SIZES[raw] = attr.get_values()
+    return sizes
+
+
+class SegmentAccessor:
+    """An operand accessor of an op with `AttrSizedOperandSegments` that
+    reads the segment sizes through `segment_sizes_of`, where xDSL's
+    decodes them at every read (an op's methods read its operands often).
+    It returns what xDSL's accessor returns; a malformed op is left to it."""
+
+    def __init__(self, xdsl: BaseAttrAccessor, kind: str, count: int):
+        self.xdsl, self.kind, self.count = xdsl, kind, count
+
+    def __get__(self, op: Operation | None, cls: type | None = None) -> Any:
+        if op is None:
+            return self
+        sizes = segment_sizes_of(op)
+        if sizes is None or len(sizes) != self.count:
+            return self.xdsl.__get__(op, cls)
+        index = self.xdsl.idx
+        start = sum(sizes[:index])
+        operands = _operands(op)
+        if self.kind == "single":
+            return operands[start]
+        if self.kind == "optional":
+            return operands[start] if sizes[index] else None
+        return operands[start : start + sizes[index]]
+
+
+class PositionAccessor:
+    """An accessor of an operand or result at a fixed position (one before
+    any variadic): xDSL's `BeforeVariadicSingleAccessor` without its
+    dispatch on the kind of construct (`xdsl`, kept, is xDSL's own)."""
+
+    def __init__(
+        self, xdsl: BeforeVariadicSingleAccessor, values: Callable[[Operation], Any]
+    ):
+        self.xdsl, self.values, self.index = xdsl, values, xdsl.idx
+
+    def __get__(self, op: Operation | None, cls: type | None = None) -> Any:
+        if op is None:
+            return self
+        return self.values(op)[self.index]
+
+
+def fast_accessors(cls: type[IRDLOperation]) -> None:
+    """Give an `irdl_op_definition`'s operands and results the accessors
+    above where xDSL's are slow; the others stay."""
+    op_def = cls.get_irdl_definition()
+    for values, defs in ((_operands, op_def.operands), (_results, op_def.results)):
+        for name, definition in defs:
+            xdsl = vars(cls).get(name)
+            if isinstance(xdsl, BeforeVariadicSingleAccessor):
+                setattr(cls, name, PositionAccessor(xdsl, values))
+            elif isinstance(xdsl, BaseAttrAccessor) and values is _operands:
+                kind = (
+                    "optional"
+                    if isinstance(definition, OptionalDef)
+                    else "variadic"
+                    if isinstance(definition, VariadicDef)
+                    else "single"
+                )
+                setattr(cls, name, SegmentAccessor(xdsl, kind, len(defs)))
