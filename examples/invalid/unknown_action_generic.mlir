@@ -1,5 +1,5 @@
-// The generic MLIR form spells the action as a string property; the verifier
-// accepts exactly "start" or "wait".
+// The generic MLIR form spells the action as `#copy<action start>` or as a
+// string property; the verifier accepts exactly "start" or "wait".
 
 copy.kernel @unknown_action_generic(%x : !copy.ref<8x128xf32, hbm>) {
   %buf = copy.alloc : !copy.ref<8x128xf32, vmem>

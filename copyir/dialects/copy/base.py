@@ -19,7 +19,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import IRDLOperation, irdl_attr_definition
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -28,7 +28,7 @@ from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.index import constant_out_of_range, divides_by_zero
 
-from .generic import verify_generic
+from .generic import arity_holds, verify_generic
 from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
 
 if TYPE_CHECKING:
@@ -47,13 +47,30 @@ ACTIONS = tuple(DmaAction)
 
 @irdl_attr_definition
 class DmaActionAttr(EnumAttribute[DmaAction], SpacedOpaqueSyntaxAttribute):
+    """`#copy<action start>`; another word is UNKNOWN_ACTION, at the word."""
+
     name = "copy.action"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> DmaAction:
+        start = parser.pos
+        word = parser.parse_identifier(" for a DMA action")
+        if word not in ACTIONS:
+            message = errors.UNKNOWN_ACTION.format(action=word)
+            parser.raise_error(message, start, parser.pos)
+        return DmaAction(word)
+
+
+ActionConstraint = DmaActionAttr | StringAttr
+"""A DMA op's action property. The generic MLIR form may also spell it as a
+string (`action = "start"`, as before the enum): the op's own check reads
+either, so that a word that names no action is reported with the user's
+word (`Unknown action: Start`) in every form."""
 
 
 def action_attr(word: str) -> Attribute:
-    """The action a word names. A word that names none stays a `StringAttr`
-    in the op the parsers build, so that the verifier reports it with the
-    user's word (`Unknown action: Start`) in every form."""
+    """The action a word names; a word that names none stays a `StringAttr`
+    for the verifier to report."""
     return DmaActionAttr(DmaAction(word)) if word in ACTIONS else StringAttr(word)
 
 
@@ -75,13 +92,17 @@ class CopyOp(IRDLOperation):
         Where a generic check fails (a semaphore where a ref is declared),
         the op's own check runs anyway and its documented message wins if it
         has one for the mistake: EXPECTED_REF names the user's value and
-        says what it is, which IRDL's message does not. A check that cannot
-        read the malformed op leaves the generic message.
+        says what it is, which IRDL's message does not. Only where the
+        operand and result lists have their declared arity: a check reading
+        lists of the wrong length would say something false. A check that
+        cannot read the malformed op leaves the generic message.
         """
         try:
             verify_generic(self)
             self.check()
         except VerifyException:
+            if not arity_holds(self):
+                raise
             try:
                 self.check()
             except CopyIRError:

@@ -32,9 +32,9 @@ from copyir import errors, pytree
 from copyir.errors import CopyIRError, Note
 
 from .base import (
+    ActionConstraint,
     CopyOp,
     DmaAction,
-    DmaActionAttr,
     action_attr,
     check_action,
     check_dma_types,
@@ -62,7 +62,7 @@ class StartOrWaitOp(CopyOp):
     `start` or `wait`, as in Pallas' `_copy_start_or_wait`, and only a start
     takes `add` and a priority."""
 
-    action = prop_def(DmaActionAttr)
+    action = prop_def(ActionConstraint)
     add = opt_prop_def(UnitAttr)
     priority = opt_prop_def(IntegerAttr[I64])
 

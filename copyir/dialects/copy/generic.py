@@ -96,6 +96,18 @@ def verify_generic(op: IRDLOperation) -> None:
         trait.verify(op)
 
 
+def arity_holds(op: IRDLOperation) -> bool:
+    """Whether the op's operand and result lists have the lengths its
+    definition (and its segment sizes) give, whatever their types."""
+    op_def = op.get_irdl_definition()
+    try:
+        verify_variadic_size(op, op_def, VarIRConstruct.OPERAND)
+        verify_variadic_size(op, op_def, VarIRConstruct.RESULT)
+    except VerifyException:
+        return False
+    return True
+
+
 def _verify_attributes(
     op: Operation, op_def: OpDef, context: VerificationContext
 ) -> None:

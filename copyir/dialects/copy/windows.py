@@ -44,9 +44,9 @@ from copyir.errors import CopyIRError
 
 from .base import (
     ACTIONS,
+    ActionConstraint,
     CopyOp,
     DmaAction,
-    DmaActionAttr,
     action_attr,
     check_action,
     describe,
@@ -199,7 +199,7 @@ class BufferedCopyOp(CopyOp):
     src_indices = opt_prop_def(DenseArrayBase[I64])
     dst_indices = opt_prop_def(DenseArrayBase[I64])
     slot = opt_prop_def(IntegerAttr[I64])
-    action = opt_prop_def(DmaActionAttr)
+    action = opt_prop_def(ActionConstraint)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -310,6 +310,9 @@ class BufferedCopyOp(CopyOp):
     def check(self) -> None:
         if self.action is not None:
             check_action(self.action.data)
+            if self.sem is None:
+                action = self.action.data
+                raise CopyIRError(errors.WINDOW_NO_SEMAPHORE.format(action=action))
             expect_semaphore(f"buffered_copy {self.action.data}", "sem", self.sem)
         elif self.sem is not None:
             raise CopyIRError(errors.SYNC_WINDOW_SEMAPHORE)

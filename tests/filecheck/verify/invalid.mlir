@@ -21,6 +21,17 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
 
 // -----
 
+// The action as an enum attribute: a word that names none is the same
+// message, at the word.
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
+  %s = copy.semaphore : !copy.sem
+  // expected-error@+1 {{Unknown action: Wait}}
+  "copy.dma"(%x, %buf, %s) <{action = #copy<action Wait>}> : (!copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem) -> ()
+}
+
+// -----
+
 copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
   // expected-error@+1 {{s is used before its definition}}
@@ -193,4 +204,23 @@ copy.kernel @k() {
   // expected-error@+1 {{Malformed loop: its dimension semantics and indices disagree in number}}
   copy.for %i, %j in grid(4, 2) dimension_semantics [parallel] {
   }
+}
+
+// -----
+
+// An asynchronous window copy without a semaphore: the .cpy form's message.
+copy.kernel @k(%x: !copy.ref<8x128xf32, hbm>) {
+  %bx = copy.buffered_ref : !copy.buffered<8x128xf32, [8, 128], buffers 2, vmem>
+  // expected-error@+1 {{buffered_copy start needs a semaphore after its destination: buffered_copy start src -> dst, sem, slot=s}}
+  copy.buffered_copy "start" %x -> %bx[0, 0] : !copy.ref<8x128xf32, hbm> -> !copy.buffered<8x128xf32, [8, 128], buffers 2, vmem>
+}
+
+// -----
+
+// Segment sizes that disagree with the operands: xDSL's message, not a
+// pytree message read off lists of the wrong length.
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
+  // expected-error@+1 {{operand count (2) does not match with the total size (3) specified in attribute 'operandSegmentSizes'}}
+  "copy.sync_copy"(%x, %buf) <{src_tree = "*", dst_tree = "*", operandSegmentSizes = array<i32: 2, 1>}> : (!copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>) -> ()
 }
