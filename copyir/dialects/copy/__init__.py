@@ -43,7 +43,7 @@ from .control import (
     semantics_attr,
 )
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
-from .generic import fast_accessors
+from .generic import fast_accessors, types_as_written
 from .indexing import check_subscript
 from .pipeline import (
     IN,
@@ -130,6 +130,7 @@ Copy = Dialect(
 )
 for _op in Copy.operations:
     fast_accessors(_op)
+    types_as_written(_op)
 
 __all__ = [
     "ACTIONS",

@@ -224,3 +224,12 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   // expected-error@+1 {{operand count (2) does not match with the total size (3) specified in attribute 'operandSegmentSizes'}}
   "copy.sync_copy"(%x, %buf) <{src_tree = "*", dst_tree = "*", operandSegmentSizes = array<i32: 2, 1>}> : (!copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>) -> ()
 }
+
+// -----
+
+// A wrongly typed result in an op's custom form reaches the verifier, which
+// says it at the op, as the generic form does.
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  // expected-error@+1 {{alloc expects a ref as result, but z is a semaphore}}
+  %z = copy.alloc : !copy.sem
+}
