@@ -35,6 +35,7 @@ from copyir.dialects.copy import (
     SyncCopyOp,
     ViewOp,
     WhenOp,
+    WindowOp,
 )
 from copyir.testing import module_difference
 
@@ -245,6 +246,11 @@ def test_a_builder_checks_eagerly():
     with pytest.raises(ValueError) as caught:
         ForOp([0], [4], dimension_semantics=("core_parallel",))
     assert str(caught.value) == errors.DIMENSION_SEMANTICS.format(name="core_parallel")
+    with pytest.raises(ValueError) as caught:
+        WindowOp(k.params[0])  # a window of a ref, not of a BufferedRef
+    assert str(caught.value) == errors.EXPECTED_BUFFERED_REF.format(
+        op="window", role="source", name="x", type="f32[8] @hbm"
+    )
 
 
 def test_a_declared_type_keeps_its_documented_message():

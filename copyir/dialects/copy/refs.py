@@ -39,6 +39,7 @@ from .base import (
     create_typed,
     describe,
     expect_ref,
+    expect_semaphore,
     print_attributes_and_types,
     set_name,
 )
@@ -437,6 +438,8 @@ class SemIndexOp(IndexedOp):
     def check(self) -> None:
         indices = int_values(self.indices)
         type = self.source.type
+        if not isinstance(type, SemaphoreType | SemaphoreArrayType):
+            expect_semaphore("sem_index", "source", self.source)
         shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
         self.check_rank(len(shape))
         self.check_dynamic_count()

@@ -486,6 +486,13 @@ class WindowOp(CopyOp):
     def __init__(
         self, bref: SSAValue, slot: int | SSAValue = 0, name: str | None = None
     ):
+        if not isinstance(bref.type, BufferedRefType):  # no slot type to give
+            type = describe_type(bref.type)
+            raise CopyIRError(
+                errors.EXPECTED_BUFFERED_REF.format(
+                    op="window", role="source", name=describe(bref), type=type
+                )
+            )
         static = isinstance(slot, int)
         super().__init__(
             operands=[bref, [] if static else [slot]],

@@ -233,3 +233,11 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   // expected-error@+1 {{alloc expects a ref as result, but z is a semaphore}}
   %z = copy.alloc : !copy.sem
 }
+
+// -----
+
+// Indexing a ref as a semaphore array: the semaphore message, not a rank.
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  // expected-error@+1 {{sem_index expects a semaphore as source, but x is f32[8, 128] @hbm}}
+  %s = "copy.sem_index"(%x) <{indices = array<i64: 1>}> : (!copy.ref<8x128xf32, hbm>) -> !copy.sem
+}
