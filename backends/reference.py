@@ -112,7 +112,7 @@ _COMPARE: dict[AffineConstraintKind, Callable[[int, int], bool]] = {
 }
 
 
-def holds(affine_set: AffineSet, dims: Sequence[int]) -> bool:
+def holds_at(affine_set: AffineSet, dims: Sequence[int]) -> bool:
     """Every constraint of the set holds at `dims` (Python integers)."""
     return all(
         _COMPARE[c.kind](c.lhs.eval(dims, ()), c.rhs.eval(dims, ()))
@@ -120,7 +120,7 @@ def holds(affine_set: AffineSet, dims: Sequence[int]) -> bool:
     )
 
 
-_UFUNCS: dict[str, np.ufunc] = {
+_REFERENCE_UFUNCS: dict[str, np.ufunc] = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
@@ -141,7 +141,7 @@ def literal(text: str, dtype: np.dtype) -> np.ndarray:
     return np.array(float(text), dtype)
 
 
-def evaluate(
+def compute_value(
     expression: Expression, operands: Sequence[np.ndarray], dtype: np.dtype
 ) -> np.ndarray:
     """The expression's value: each operation one ufunc whose operands are
@@ -152,8 +152,8 @@ def evaluate(
     if isinstance(expression, Literal):
         return literal(expression.text, dtype)
     assert isinstance(expression, Apply)
-    args = [evaluate(a, operands, dtype) for a in expression.args]
-    return _UFUNCS[expression.operation](*args)
+    args = [compute_value(a, operands, dtype) for a in expression.args]
+    return _REFERENCE_UFUNCS[expression.operation](*args)
 
 
 # --------------------------------------------------------------------------
@@ -339,7 +339,7 @@ class CopyReference(InterpreterFunctions):
     @impl(WhenOp)
     def run_when(self, interpreter: Interpreter, op: WhenOp, args: PythonValues):
         sets = self.plan(op, lambda: [s.data for s in op.condition.data])
-        if any(holds(s, args) for s in sets):
+        if any(holds_at(s, args) for s in sets):
             self.run_block(interpreter, op.body.block, ())
         return ()
 
@@ -428,7 +428,7 @@ class CopyReference(InterpreterFunctions):
         expression = self.plan(op, lambda: parse_expression(op.expression.data))
         dst = args[0]
         with np.errstate(all="ignore"):  # overflow and NaN are the semantics
-            dst[...] = evaluate(expression, args[1:], dst.dtype)
+            dst[...] = compute_value(expression, args[1:], dst.dtype)
         return ()
 
 
