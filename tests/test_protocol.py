@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copyir
+from copyir import dma_schema as schema
 from copyir import errors
 from copyir.cli import main
 from copyir.errors import CopyIRError, CopyIRWarning
@@ -174,6 +175,30 @@ def test_element_counts_past_64_bits():
     table[0]["shape"] = (2**40, 2**40)
     big = Stream("k", "default", 1, small_stream().buffers, table, source="s.npz")
     assert "a start of more than" in validation_error(big)
+
+
+CODE_COLUMNS = [c for c in schema.columns() if c.codes is not None]
+
+
+@pytest.mark.parametrize("column", CODE_COLUMNS, ids=lambda c: c.name)
+@pytest.mark.parametrize("past", [0, 100])
+def test_every_code_column_is_range_checked_before_it_is_read(column, past):
+    """A code out of range is one `Malformed DMA stream` naming it, never
+    an index error: a dtype of 100 was read for the byte-count message."""
+    value = column.codes + past
+    if value > np.iinfo(column.dtype).max:
+        pytest.skip("the column cannot hold it")
+    message = validation_error(small_stream(**{column.name: value}, bytes=16))
+    assert message == errors.STREAM_MALFORMED.format(
+        why=f"instruction 0: {column.bad_code(value)}"
+    )
+
+
+def test_a_loop_reference_in_a_stream_without_loops():
+    stream = small_stream(loop=1)
+    assert validation_error(stream) == errors.STREAM_MALFORMED.format(
+        why="instruction 0: loop 1 of 0"
+    )
 
 
 def test_a_destination_whose_elements_overlap_is_refused():
