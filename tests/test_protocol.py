@@ -22,6 +22,7 @@ from copyir import errors
 from copyir.cli import main
 from copyir.errors import CopyIRError, CopyIRWarning
 from copyir.stream import (
+    COMPUTE,
     FORMAT_VERSION,
     START,
     WAIT,
@@ -198,6 +199,18 @@ def test_a_loop_reference_in_a_stream_without_loops():
     stream = small_stream(loop=1)
     assert validation_error(stream) == errors.STREAM_MALFORMED.format(
         why="instruction 0: loop 1 of 0"
+    )
+
+
+def test_a_computation_whose_operands_have_another_rank():
+    """An operand's strides come from the header, its shape from the row:
+    a row of another rank is malformed, not a zip() error in the run."""
+    stream = copyir.to_stream(copyir.lower(EXAMPLES / "loop_compute.cpy"))
+    row = int(np.flatnonzero(stream.instructions["op"] == COMPUTE)[0])
+    stream.instructions["rank"][row] = 0
+    number = stream.instructions["compute"][row]
+    assert validation_error(stream) == errors.STREAM_MALFORMED.format(
+        why=f"instruction {row}: a bad operand of compute {number}"
     )
 
 

@@ -356,6 +356,8 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
         if any(operand.space == "hbm" for operand in each.operands):
             problems.append((rows, lambda r: errors.HBM_LOAD))
         for operand in each.operands:
+            # An operand is a box of its row's shape: as many strides as dims.
+            unlike = rows & (table["rank"] != len(operand.strides))
             if (
                 operand.space not in SPACES
                 or not 0 <= operand.map <= len(stream.maps)
@@ -364,9 +366,10 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
                     operand.map and (rows & (map_dims[operand.map] != rows_depth)).any()
                 )
             ):
-                problems.append(
-                    (rows, lambda r: f"a bad operand of compute {compute[r]}")
-                )
+                unlike = rows
+            problems.append(
+                (unlike, lambda r: f"a bad operand of compute {compute[r]}")
+            )
     return problems
 
 
