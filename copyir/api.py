@@ -275,14 +275,19 @@ def check_protocol(
     """The data-free protocol check: lower the program (unless it is a
     stream) and decide its DMA protocol without arrays, raising its first
     race, unsatisfiable wait, DMA never waited or read of scratch nobody
-    wrote. Parameters count as inputs."""
+    wrote. Parameters count as inputs. A stream is checked as it is, never
+    rebuilt into ops first: its fields are validated before anything reads
+    them."""
     from copyir.backends.interpreter import check_stream
 
     program = _program(program, "check_protocol")
     if isinstance(program, ModuleOp):
         check_stream(lowered_stream(program, kernel, target))
-    else:
-        check_stream(to_stream(lower(program, kernel, target)))
+        return
+    check_kernel(program, kernel)
+    stream = to_stream(program)
+    stream.source = stream.source or _name_of(program)
+    check_stream(stream)
 
 
 def lowered_stream(

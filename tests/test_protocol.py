@@ -202,6 +202,18 @@ def test_a_loop_reference_in_a_stream_without_loops():
     )
 
 
+@pytest.mark.parametrize("field", [{"loop": 1}, {"sem_map": 7}, {"dtype": 100}])
+def test_the_api_protocol_check_of_a_malformed_file(field, tmp_path):
+    """`check_protocol(Path)` validates the stream before anything reads
+    it (it used to rebuild the ops first: an IndexError)."""
+    path = tmp_path / "s.npz"
+    save_npz(small_stream(**field), path)
+    with pytest.raises(CopyIRError) as caught:
+        copyir.check_protocol(path)
+    assert str(caught.value).startswith(errors.STREAM_MALFORMED.format(why=""))
+    assert str(caught.value.loc) == f"{path}:1:1"
+
+
 def test_a_computation_whose_operands_have_another_rank():
     """An operand's strides come from the header, its shape from the row:
     a row of another rank is malformed, not a zip() error in the run."""
