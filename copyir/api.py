@@ -144,7 +144,14 @@ def _program(program: object, function: str, lowered: bool = True) -> LoadedProg
 
 
 def _lowered(module: ModuleOp) -> ProgramOp | None:
-    """The `dma.program` a module holds (after `convert-copy-to-dma`)."""
+    """The `dma.program` a module holds (after `convert-copy-to-dma`); the
+    first look at any module, so it also refuses a module of several
+    blocks (or none), which nothing after it could read."""
+    if len(module.body.blocks) != 1:
+        raise CopyIRError(
+            errors.MODULE_BLOCKS.format(count=len(module.body.blocks)),
+            loc_of(module.location),
+        )
     return next((op for op in module.ops if isinstance(op, ProgramOp)), None)
 
 
@@ -348,19 +355,23 @@ def run(
 
 
 def to_text(
-    program: ModuleOp | ProgramOp, format: str = "cpy", debuginfo: bool | None = None
+    program: LoadedProgram, format: str = "cpy", debuginfo: bool | None = None
 ) -> str:
     """The program in one of its textual forms: `cpy`, `mlir` or `dma`.
 
     Locations (`loc(...)`) are printed by default in the MLIR form, so that
     origins survive a trip through `.mlir`, and on request in the authoring
-    syntax. A `dma.program` prints as its `.dma` text in the `cpy` and
-    `dma` forms.
+    syntax. A `dma.program` (or a `Stream`, printed as its `dma.program`)
+    prints as its `.dma` text in the `cpy` and `dma` forms.
     """
     if format not in TEXT_FORMATS:
         raise ValueError(
             errors.UNKNOWN_FORMAT.format(format=format, formats="cpy, mlir or dma")
         )
+    if not isinstance(program, ModuleOp | ProgramOp):
+        from copyir.stream import to_program
+
+        program = to_program(program)
     if format == "mlir":
         from copyir.mlir import print_mlir
 
