@@ -361,8 +361,8 @@ def to_text(
 
     Locations (`loc(...)`) are printed by default in the MLIR form, so that
     origins survive a trip through `.mlir`, and on request in the authoring
-    syntax. A `dma.program` (or a `Stream`, printed as its `dma.program`)
-    prints as its `.dma` text in the `cpy` and `dma` forms.
+    syntax. A `dma.program` (or a `Stream`, validated, then printed as its
+    `dma.program`) prints as its `.dma` text in the `cpy` and `dma` forms.
     """
     if format not in TEXT_FORMATS:
         raise ValueError(
@@ -371,6 +371,7 @@ def to_text(
     if not isinstance(program, ModuleOp | ProgramOp):
         from copyir.stream import to_program
 
+        program.validate()  # a hand-made table is read only once checked
         program = to_program(program)
     if format == "mlir":
         from copyir.mlir import print_mlir

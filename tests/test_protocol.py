@@ -214,6 +214,14 @@ def test_the_api_protocol_check_of_a_malformed_file(field, tmp_path):
     assert str(caught.value.loc) == f"{path}:1:1"
 
 
+def test_printing_a_malformed_stream_is_its_error():
+    with pytest.raises(CopyIRError) as caught:
+        copyir.to_text(small_stream(loop=1), "dma")
+    assert str(caught.value) == errors.STREAM_MALFORMED.format(
+        why="instruction 0: loop 1 of 0"
+    )
+
+
 def test_a_computation_whose_operands_have_another_rank():
     """An operand's strides come from the header, its shape from the row:
     a row of another rank is malformed, not a zip() error in the run."""
