@@ -144,7 +144,14 @@ def _program(program: object, function: str, lowered: bool = True) -> LoadedProg
 
 
 def _lowered(module: ModuleOp) -> ProgramOp | None:
-    """The `dma.program` a module holds (after `convert-copy-to-dma`)."""
+    """The `dma.program` a module holds (after `convert-copy-to-dma`); the
+    first look at any module, so it also refuses a module of several
+    blocks (or none), which nothing after it could read."""
+    if len(module.body.blocks) != 1:
+        raise CopyIRError(
+            errors.MODULE_BLOCKS.format(count=len(module.body.blocks)),
+            loc_of(module.location),
+        )
     return next((op for op in module.ops if isinstance(op, ProgramOp)), None)
 
 
@@ -275,14 +282,19 @@ def check_protocol(
     """The data-free protocol check: lower the program (unless it is a
     stream) and decide its DMA protocol without arrays, raising its first
     race, unsatisfiable wait, DMA never waited or read of scratch nobody
-    wrote. Parameters count as inputs."""
+    wrote. Parameters count as inputs. A stream is checked as it is, never
+    rebuilt into ops first: its fields are validated before anything reads
+    them."""
     from copyir.backends.interpreter import check_stream
 
     program = _program(program, "check_protocol")
     if isinstance(program, ModuleOp):
         check_stream(lowered_stream(program, kernel, target))
-    else:
-        check_stream(to_stream(lower(program, kernel, target)))
+        return
+    check_kernel(program, kernel)
+    stream = to_stream(program)
+    stream.source = stream.source or _name_of(program)
+    check_stream(stream)
 
 
 def lowered_stream(
@@ -343,19 +355,24 @@ def run(
 
 
 def to_text(
-    program: ModuleOp | ProgramOp, format: str = "cpy", debuginfo: bool | None = None
+    program: LoadedProgram, format: str = "cpy", debuginfo: bool | None = None
 ) -> str:
     """The program in one of its textual forms: `cpy`, `mlir` or `dma`.
 
     Locations (`loc(...)`) are printed by default in the MLIR form, so that
     origins survive a trip through `.mlir`, and on request in the authoring
-    syntax. A `dma.program` prints as its `.dma` text in the `cpy` and
-    `dma` forms.
+    syntax. A `dma.program` (or a `Stream`, validated, then printed as its
+    `dma.program`) prints as its `.dma` text in the `cpy` and `dma` forms.
     """
     if format not in TEXT_FORMATS:
         raise ValueError(
             errors.UNKNOWN_FORMAT.format(format=format, formats="cpy, mlir or dma")
         )
+    if not isinstance(program, ModuleOp | ProgramOp):
+        from copyir.stream import to_program
+
+        program.validate()  # a hand-made table is read only once checked
+        program = to_program(program)
     if format == "mlir":
         from copyir.mlir import print_mlir
 

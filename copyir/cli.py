@@ -277,7 +277,8 @@ def _add_emit_options(parser: argparse.ArgumentParser, default=None) -> None:
         "--emit",
         choices=("cpy", "mlir"),
         default=default,
-        help="print the IR in the authoring syntax or as MLIR",
+        help="print the IR in the authoring syntax or as MLIR (a lowered "
+        "program prints its dma.program: the .dma text for cpy)",
     )
     parser.add_argument(
         "--debuginfo",

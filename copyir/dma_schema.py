@@ -82,6 +82,19 @@ class Column:
     refers: str | None = None
     """The stream's list a 1-based reference column numbers into (`maps`,
     `predicates`, `computes`), 0 meaning none."""
+    codes: int | None = None
+    """A code column's bound: it holds 0 to `codes - 1` (an index into
+    `SPACES`, `DTYPES`, ...); validate refuses any other value before a
+    reader indexes with it."""
+    meaning: str | None = None
+    """What a code names (`memory space`), for the validator's message
+    `unknown memory space code 7`; without it, `priority 7`."""
+
+    def bad_code(self, value: int) -> str:
+        """The validator's words for a value out of this column's codes."""
+        if self.meaning is None:
+            return f"{self.name} {value}"
+        return f"unknown {self.meaning} code {value}"
 
     def numpy(self, rank: int) -> tuple:
         if self.vector:
@@ -217,7 +230,7 @@ class End(Field):
     def columns(self) -> tuple[Column, ...]:
         c = self.column
         return (
-            Column(f"{c}_space", "u1"),
+            Column(f"{c}_space", "u1", codes=len(SPACES), meaning="memory space"),
             Column(f"{c}_address", "<i8"),
             Column(f"{c}_map", "<i4", refers="maps"),
             Column(f"{c}_strides", "<i8", vector=True),
@@ -278,7 +291,7 @@ class Box(Field):
 
     def columns(self) -> tuple[Column, ...]:
         return (
-            Column("dtype", "u1"),
+            Column("dtype", "u1", codes=len(DTYPES), meaning="element type"),
             Column("rank", "u1"),
             Column("shape", "<i8", vector=True),
             Column("bytes", "<i8"),
@@ -382,7 +395,7 @@ class Small(Field):
     most: int
 
     def columns(self) -> tuple[Column, ...]:
-        return (Column(self.name, "u1"),)
+        return (Column(self.name, "u1", codes=self.most + 1),)
 
     def properties(self) -> dict[str, Any]:
         return {self.name: opt_prop_def(IntegerAttr[I64])}
@@ -545,7 +558,11 @@ INSTRUCTION_FIELDS = (START_FIELDS, WAIT_FIELDS, INVALIDATE_FIELDS, COMPUTE_FIEL
 START, WAIT, INVALIDATE, COMPUTE = range(len(INSTRUCTION_FIELDS))
 OPS = tuple(range(len(INSTRUCTION_FIELDS)))
 
-CONTEXT = (Column("op", "u1"), Column("origin", "<i4"), Column("loop", "<i4"))
+CONTEXT = (
+    Column("op", "u1", codes=len(INSTRUCTION_FIELDS), meaning="instruction"),
+    Column("origin", "<i4"),
+    Column("loop", "<i4"),
+)
 """Columns of every row: the instruction code, the origin (index into
 `Stream.origins`, -1 for none) and the innermost enclosing loop (1-based
 into `Stream.loops`, 0 at the top level)."""

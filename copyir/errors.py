@@ -128,6 +128,7 @@ SEVERAL_KERNELS = "The file has several kernels ({names}); choose one with --ker
 NO_KERNELS = "The file has no kernel"
 MODULE_ARGUMENTS = "The top-level module takes no block arguments"
 NOT_A_KERNEL = "Only kernels may appear at the top level, got {op}"
+MODULE_BLOCKS = "The top-level module holds one block, got {count}"
 
 # Operand kinds.
 EXPECTED_REF = "{op} expects a ref as {role}, but {name} is {type}"
@@ -261,6 +262,10 @@ DUPLICATE_PARAM = "Kernel parameter {name} is defined twice"
 NOT_IN_KERNEL = "{op} cannot appear inside a kernel"
 NUMBER_TOO_LONG = "Number literal is too long"
 MALFORMED_LOCATION = "Malformed location: {why}"
+BLOCK_LABEL = (
+    "Block label {label} is not a name: a label starts with a letter or one of _$.- "
+    "(^bb0, ^body)"
+)
 
 # Lowering.
 DOES_NOT_FIT = (

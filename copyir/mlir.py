@@ -24,12 +24,13 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from copyir import errors
 from copyir.dialects.copy import Copy, set_name
@@ -121,6 +122,19 @@ class _LocatingParser(Parser):
         if loc_of(op.location) is None:  # none, or no usable file:line:col
             op.location = self.file_location(start)
         return op
+
+    def _parse_block(self) -> Block:
+        """A label xDSL cannot keep as a block's name (`^7`) is a parse
+        error at the label, not the ValueError xDSL's name setter raises."""
+        token = self._current_token
+        label = token.text[1:]
+        if (
+            token.kind == MLIRTokenKind.CARET_IDENT
+            and not Block.is_default_block_name(label)
+            and not Block.is_valid_name(label)
+        ):
+            raise ParseError(token.span, errors.BLOCK_LABEL.format(label=token.text))
+        return super()._parse_block()
 
     def parse_optional_argument(self, expect_type: bool = True):
         """Block arguments (kernel parameters) get their position too."""

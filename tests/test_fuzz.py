@@ -23,6 +23,7 @@ one failure is reproduced with `mutant(i)` alone (from the tests directory):
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import signal
@@ -34,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
 
 import copyir
@@ -785,3 +787,49 @@ def test_mutated_streams_run_or_fail_with_a_located_error():
     assert counts["invalid"] >= STREAM_MUTANTS // 4, summary
     shown = "\n".join(f.report() for f in failures[:SHOWN_FAILURES])
     assert not failures, f"{summary}\n{shown}"
+
+
+# -- hostile table columns ---------------------------------------------------------
+
+HOSTILE = (-1, 0, 1, 2**40, 2**31 - 1, -(2**63))
+
+
+def _hostile_tables(table):
+    """The table with one cell at a time set to each hostile value (and the
+    largest its column holds): every column of every row, each vector slot."""
+    for row in range(len(table)):
+        for column in table.dtype.names:
+            kind = table.dtype[column].base
+            values = (*HOSTILE, np.iinfo(kind).max) if kind.kind in "iu" else (0, 1)
+            cells = table[column][row]
+            for slot in range(cells.size) if cells.ndim else (None,):
+                for value in values:
+                    mutated = table.copy()
+                    cell = np.array(value, np.int64).astype(kind)
+                    if slot is None:
+                        mutated[column][row] = cell
+                    else:
+                        mutated[column][row, slot] = cell
+                    if not np.array_equal(mutated, table):
+                        yield f"row {row} {column}[{slot}] = {value}", mutated
+
+
+def test_every_column_set_to_hostile_values_is_checked_or_runs():
+    """A start's dtype of 100 was an IndexError, a loop reference in a
+    stream without loops one in the rebuild, a compute row of rank 0 a
+    zip() error: each cell of a lowered stream with loops and computations,
+    set to hostile values, gives a `CopyIRError` or a protocol verdict."""
+    from copyir.backends.interpreter import check_stream
+
+    stream = copyir.to_stream(copyir.lower(EXAMPLES / "loop_compute.cpy"))
+    failures: list[tuple[str, Internal]] = []
+    for how, table in _hostile_tables(stream.instructions):
+        mutated = dataclasses.replace(stream, instructions=table)
+        try:
+            check_stream(mutated)
+        except CopyIRError:
+            pass
+        except Exception as err:
+            failures.append((how, _internal(type(err).__qualname__, err)))
+    shown = "\n".join(f"{how}: {error.signature}" for how, error in failures)
+    assert not failures, f"{shown}\nThe first:\n{failures[0][1].trace}"

@@ -370,3 +370,57 @@ def test_run_echoes_a_source_the_user_names(tmp_path, capsys):
         ["run", str(stream), "--fill-inputs", "zeros", "--source", str(race)], capsys
     )
     assert status == 1 and len(err.splitlines()) == 6  # each with its line and caret
+
+
+# -- inputs that used to be internal errors (review F6) ----------------------------
+
+
+@pytest.mark.parametrize("suffix", [".dma", ".npz"])
+def test_emit_on_a_stream_prints_the_stream(suffix, tmp_path, capsys):
+    """`verify --emit` on a lowered program prints its dma.program (the
+    .dma text for cpy, as `to_text` does), never an AttributeError."""
+    stream, dma = tmp_path / f"m{suffix}", tmp_path / "expected.dma"
+    assert main(["lower", MANUAL, "-o", str(stream)]) == 0
+    assert main(["lower", MANUAL, "-o", str(dma)]) == 0
+    capsys.readouterr()
+    assert main(["verify", "--emit", "cpy", str(stream)]) == 0
+    assert capsys.readouterr().out == dma.read_text()
+    mlir = tmp_path / "m.mlir"
+    assert main(["verify", "--emit", "mlir", str(stream), "-o", str(mlir)]) == 0
+    assert "dma.program" in mlir.read_text()
+    assert run(["run", "--fill-inputs", "iota", str(mlir)], capsys) == (0, "")
+
+
+@pytest.mark.parametrize("second", ["^bb1:\n", "^bb1:\n  ^bb2:\n"])
+def test_a_module_of_several_blocks_is_one_error(second, tmp_path, capsys):
+    program = tmp_path / "two.mlir"
+    program.write_text(
+        '"builtin.module"() ({\n'
+        '  "copy.kernel"() <{sym_name = "k"}> ({\n'
+        "  ^bb0(%x: !copy.ref<8xf32, hbm>):\n"
+        "  }) : () -> ()\n"
+        f"{second}"
+        "}) : () -> ()\n"
+    )
+    status, err = run(["verify", str(program)], capsys)
+    count = 1 + second.count("^")
+    assert status == 1
+    assert err.startswith(
+        f"{program}:1:1: error: " + errors.MODULE_BLOCKS.format(count=count)
+    )
+
+
+def test_a_numeric_block_label_is_a_parse_error(tmp_path, capsys):
+    program = tmp_path / "label.mlir"
+    program.write_text(
+        "copy.kernel @k(%x: !copy.ref<8xf32, hbm>) {\n"
+        '  "copy.for"() <{lower = array<i64: 0>, upper = array<i64: 3>}> ({\n'
+        "  ^7(%i: index):\n"
+        "  }) : () -> ()\n"
+        "}\n"
+    )
+    status, err = run(["verify", str(program)], capsys)
+    assert status == 1
+    assert err.startswith(
+        f"{program}:3:3: error: " + errors.BLOCK_LABEL.format(label="^7")
+    )

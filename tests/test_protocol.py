@@ -17,10 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copyir
+from copyir import dma_schema as schema
 from copyir import errors
 from copyir.cli import main
 from copyir.errors import CopyIRError, CopyIRWarning
 from copyir.stream import (
+    COMPUTE,
     FORMAT_VERSION,
     START,
     WAIT,
@@ -174,6 +176,62 @@ def test_element_counts_past_64_bits():
     table[0]["shape"] = (2**40, 2**40)
     big = Stream("k", "default", 1, small_stream().buffers, table, source="s.npz")
     assert "a start of more than" in validation_error(big)
+
+
+CODE_COLUMNS = [c for c in schema.columns() if c.codes is not None]
+
+
+@pytest.mark.parametrize("column", CODE_COLUMNS, ids=lambda c: c.name)
+@pytest.mark.parametrize("past", [0, 100])
+def test_every_code_column_is_range_checked_before_it_is_read(column, past):
+    """A code out of range is one `Malformed DMA stream` naming it, never
+    an index error: a dtype of 100 was read for the byte-count message."""
+    value = column.codes + past
+    if value > np.iinfo(column.dtype).max:
+        pytest.skip("the column cannot hold it")
+    message = validation_error(small_stream(**{column.name: value}, bytes=16))
+    assert message == errors.STREAM_MALFORMED.format(
+        why=f"instruction 0: {column.bad_code(value)}"
+    )
+
+
+def test_a_loop_reference_in_a_stream_without_loops():
+    stream = small_stream(loop=1)
+    assert validation_error(stream) == errors.STREAM_MALFORMED.format(
+        why="instruction 0: loop 1 of 0"
+    )
+
+
+@pytest.mark.parametrize("field", [{"loop": 1}, {"sem_map": 7}, {"dtype": 100}])
+def test_the_api_protocol_check_of_a_malformed_file(field, tmp_path):
+    """`check_protocol(Path)` validates the stream before anything reads
+    it (it used to rebuild the ops first: an IndexError)."""
+    path = tmp_path / "s.npz"
+    save_npz(small_stream(**field), path)
+    with pytest.raises(CopyIRError) as caught:
+        copyir.check_protocol(path)
+    assert str(caught.value).startswith(errors.STREAM_MALFORMED.format(why=""))
+    assert str(caught.value.loc) == f"{path}:1:1"
+
+
+def test_printing_a_malformed_stream_is_its_error():
+    with pytest.raises(CopyIRError) as caught:
+        copyir.to_text(small_stream(loop=1), "dma")
+    assert str(caught.value) == errors.STREAM_MALFORMED.format(
+        why="instruction 0: loop 1 of 0"
+    )
+
+
+def test_a_computation_whose_operands_have_another_rank():
+    """An operand's strides come from the header, its shape from the row:
+    a row of another rank is malformed, not a zip() error in the run."""
+    stream = copyir.to_stream(copyir.lower(EXAMPLES / "loop_compute.cpy"))
+    row = int(np.flatnonzero(stream.instructions["op"] == COMPUTE)[0])
+    stream.instructions["rank"][row] = 0
+    number = stream.instructions["compute"][row]
+    assert validation_error(stream) == errors.STREAM_MALFORMED.format(
+        why=f"instruction {row}: a bad operand of compute {number}"
+    )
 
 
 def test_a_destination_whose_elements_overlap_is_refused():

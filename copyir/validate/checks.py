@@ -16,7 +16,6 @@ from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import (
     COMPUTE,
-    OPS,
     START,
     WAIT,
     Buffer,
@@ -24,7 +23,7 @@ from copyir.stream import (
 )
 from copyir.target import BUILTIN
 from copyir.validate.boxes import ITEMSIZES, BufferIndex
-from copyir.validate.problems import StreamProblem, earliest, first_problem
+from copyir.validate.problems import StreamProblem, first_problem
 
 # -- the header: buffers and semaphores -----------------------------------------
 
@@ -147,11 +146,12 @@ def check_loops(stream: Stream) -> None:
             )
         runs.append(total)
     loops = stream.instructions["loop"]
+    outside = (loops < 0) | (loops > len(stream.loops))
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
     if not len(stream.loops) or not len(loops):
         return
-    if loops.min() < 0 or loops.max() > len(stream.loops):
-        row = int(np.flatnonzero((loops < 0) | (loops > len(stream.loops)))[0])
-        raise StreamProblem(row, f"loop {loops[row]} of {len(stream.loops)}", True)
     per_loop = np.bincount(loops, weights=_weights(stream)).astype(np.int64)
     events = sum(w * runs[x] for x, w in enumerate(per_loop.tolist()))
     if events > limits.MAX_EVENTS:
@@ -182,7 +182,10 @@ def _weights(stream: Stream) -> np.ndarray:
 
 
 def check_instructions(stream: Stream) -> None:
-    """Every instruction's own fields."""
+    """Every instruction's own fields. The checks are listed so that a
+    message reads only fields that the checks before it found sound (a
+    code in range before it names a dtype): of the rows with a problem,
+    the first reports its first check's."""
     table = stream.instructions
     rank = table.dtype["shape"].shape[0] if table.dtype["shape"].shape else 1
     op = table["op"].astype(np.int64)
@@ -190,7 +193,7 @@ def check_instructions(stream: Stream) -> None:
     boxed = np.isin(op, schema.having("shape"))
     static_sem = np.isin(op, schema.having("sem")) & (table["sem_map"] == 0)
     problems: list[tuple[np.ndarray, object]] = [
-        (~np.isin(op, OPS), lambda r: f"unknown instruction code {op[r]}"),
+        *_code_problems(table, op),
         *_reference_problems(stream),
         (
             static_sem & ((table["sem"] < 0) | (table["sem"] >= stream.semaphores)),
@@ -207,47 +210,24 @@ def check_instructions(stream: Stream) -> None:
             lambda r: "a wait for a negative number of bytes",
         ),
     ]
-    spaces = [f"{end}_space" for end in schema.END_COLUMNS]
-    unknown_space = np.zeros(len(table), bool)
-    for column in spaces:
-        unknown_space |= np.isin(op, schema.having(column)) & (
-            table[column] >= len(SPACES)
-        )
     dtype, ranks = table["dtype"].astype(np.int64), table["rank"].astype(np.int64)
-    problems += [
-        (
-            unknown_space,
-            lambda r: f"unknown memory space code {max(table[c][r] for c in spaces)}",
-        ),
-        (
-            boxed & (dtype >= len(DTYPES)),
-            lambda r: f"unknown element type code {dtype[r]}",
-        ),
-        (boxed & (ranks > rank), lambda r: f"rank {ranks[r]} in a table of {rank}"),
-    ]
-    problems += [
-        (
-            np.isin(op, schema.having(each.name)) & (table[each.name] > each.most),
-            lambda r, name=each.name: f"{name} {table[name][r]}",
-        )
-        for each in schema.fields_of(schema.Small)
-    ]
-    first = first_problem(problems)
+    problems.append(
+        (boxed & (ranks > rank), lambda r: f"rank {ranks[r]} in a table of {rank}")
+    )
     shape = table["shape"].reshape(len(table), rank)
     used = np.arange(rank)[None, :] < ranks[:, None]
     elements = np.where(used, shape, 1)
-    problems = [
+    problems.append(
         (
             boxed & ((elements < 1) | (elements >= limits.LIMIT)).any(axis=1),
             lambda r: f"bad shape {shape[r, : ranks[r]].tolist()}",
-        ),
-    ]
-    first = earliest(first, first_problem(problems))
+        )
+    )
     count = np.prod(np.clip(elements, 1, limits.LIMIT).astype(np.float64), axis=1)
     item = ITEMSIZES[np.clip(dtype, 0, len(DTYPES) - 1)]
     huge = start & (count * item >= limits.LIMIT)
     exact = np.prod(np.where(huge[:, None], 1, elements), axis=1) * item
-    problems = [
+    problems += [
         (huge, lambda r: f"a start of more than {limits.LIMIT} bytes"),
         (
             start & ~huge & (table["bytes"] != exact),
@@ -258,9 +238,28 @@ def check_instructions(stream: Stream) -> None:
             ),
         ),
     ]
-    first = earliest(first, first_problem(problems))
+    first = first_problem(problems)
     if first is not None:
         raise StreamProblem(first[0], first[1], True)
+
+
+def _code_problems(table: np.ndarray, op: np.ndarray) -> list:
+    """Each code column (`dma_schema.Column.codes`) in range, in the rows
+    whose instruction holds it: the instruction code first, as it says
+    which columns a row holds."""
+    problems = []
+    for column in schema.columns():
+        if column.codes is None:
+            continue
+        values = table[column.name].astype(np.int64)
+        held = column in schema.CONTEXT or np.isin(op, schema.having(column.name))
+        problems.append(
+            (
+                held & ((values < 0) | (values >= column.codes)),
+                lambda r, c=column, v=values: c.bad_code(int(v[r])),
+            )
+        )
+    return problems
 
 
 def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
@@ -357,6 +356,8 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
         if any(operand.space == "hbm" for operand in each.operands):
             problems.append((rows, lambda r: errors.HBM_LOAD))
         for operand in each.operands:
+            # An operand is a box of its row's shape: as many strides as dims.
+            unlike = rows & (table["rank"] != len(operand.strides))
             if (
                 operand.space not in SPACES
                 or not 0 <= operand.map <= len(stream.maps)
@@ -365,9 +366,10 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
                     operand.map and (rows & (map_dims[operand.map] != rows_depth)).any()
                 )
             ):
-                problems.append(
-                    (rows, lambda r: f"a bad operand of compute {compute[r]}")
-                )
+                unlike = rows
+            problems.append(
+                (unlike, lambda r: f"a bad operand of compute {compute[r]}")
+            )
     return problems
 
 

@@ -1,4 +1,4 @@
-"""A problem the validator finds, and the earliest of several."""
+"""A problem the validator finds, and the first of several."""
 
 from __future__ import annotations
 
@@ -27,11 +27,3 @@ def first_problem(problems) -> tuple[int, str] | None:
         if rows.size and (best is None or rows[0] < best[0]):
             best = (int(rows[0]), message)
     return None if best is None else (best[0], best[1](best[0]))
-
-
-def earliest(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a if a[0] <= b[0] else b
