@@ -331,7 +331,10 @@ def _written_twice(ends, memory, level: Level, rows) -> _WrittenTwice:
     order = np.argsort(runs.lo + offset, kind="stable")
     lo, hi = runs.lo[order] + offset[order], runs.hi[order] + offset[order]
     reach = np.maximum.accumulate(hi)
-    new = np.concatenate([[True], lo[1:] > reach[:-1]])
+    # Runs of two buffers that touch stay apart: a leftover is looked for
+    # per buffer, from the buffer its interval starts in.
+    buffer = ends.buffer[owner[order]]
+    new = np.concatenate([[True], (lo[1:] > reach[:-1]) | (buffer[1:] != buffer[:-1])])
     last = np.concatenate([np.flatnonzero(new)[1:] - 1, [len(lo) - 1]])
     starts, stops = lo[new], reach[last]
     kept = order[new]

@@ -234,6 +234,26 @@ def test_scratch_two_iterations_write_is_order_dependent_after_the_loop(body, en
     )
 
 
+def test_a_leftover_in_scratch_next_to_other_scratch_is_found():
+    """Found by the order oracle below: every iteration writes all of buf and
+    the half of b2 that lies next to it, so their runs touch in memory; b2's
+    leftover was looked for only in buf, and random mode gave other results
+    with exit 0."""
+    body = (
+        "  b2 = alloc i32[8] @vmem\n"
+        "  sync_copy x[1] -> b2\n"
+        "  for i in range(4), parallel=(0,) {\n"
+        "    sync_copy x[i, 0:4] -> b2[0:4]\n    sync_copy x[i] -> buf\n  }\n"
+        "  sync_copy b2 -> y[3]\n"
+    )
+    message = errors_everywhere(kernel(body))
+    assert message == (
+        "Parallel loop i: this DMA reads b2[0:8], whose element b2[0] iterations "
+        "i = 0 and i = 1 both write; after the loop it holds what the one that "
+        "ran last wrote"
+    )
+
+
 @pytest.mark.parametrize(
     "body",
     [
