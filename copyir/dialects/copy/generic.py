@@ -16,9 +16,17 @@ from operator import attrgetter
 from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, i32
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute
 from xdsl.irdl import IRDLOperation, OptionalDef, VariadicDef
-from xdsl.irdl.constraints import VerificationContext
+from xdsl.irdl.constraints import (
+    AnyOf,
+    BaseAttr,
+    EqAttrConstraint,
+    RangeLengthConstraint,
+    RangeOf,
+    SingleOf,
+    VerificationContext,
+)
 from xdsl.irdl.declarative_assembly_format import FormatProgram, ParsingState
 from xdsl.irdl.operations import (
     AttrSizedSegments,
@@ -78,10 +86,11 @@ def verify_generic(op: IRDLOperation) -> None:
         return
     types = [v.type for v in _operands(op)]
     types += [r.type for r in op.results]
+    by_class = _checks_classes_only(type(op), op_def)
     key = (
         type(op),
         len(_operands(op)),
-        *map(id, types),
+        *(map(type, types) if by_class else map(id, types)),
         *[s.container(op).get(s.attribute_name) for s in segments],
     )
     context = VerificationContext()
@@ -156,6 +165,33 @@ def _segment_options(cls: type, op_def: OpDef) -> tuple[AttrSizedSegments, ...] 
             else tuple(o for o in op_def.options if isinstance(o, AttrSizedSegments))
         )
     return _SEGMENT_OPTIONS[cls]
+
+
+_CLASSES_ONLY: dict[type, bool] = {}
+
+
+def _checks_classes_only(cls: type, op_def: OpDef) -> bool:
+    """Whether every operand and result constraint of the class asks only
+    for a type's class (`RefType`, `SemaphoreType | SemaphoreArrayType`,
+    `IndexType`): then the argument lists' verdict depends on the types'
+    classes, and views of many distinct ref types share one verdict."""
+    if cls not in _CLASSES_ONLY:
+        parts = (*op_def.operands, *op_def.results)
+        _CLASSES_ONLY[cls] = all(_class_only(d.constr) for _, d in parts)
+    return _CLASSES_ONLY[cls]
+
+
+def _class_only(constraint: object) -> bool:
+    if isinstance(constraint, RangeLengthConstraint):
+        return _class_only(constraint.constraint)
+    if isinstance(constraint, RangeOf | SingleOf):
+        return _class_only(constraint.constr)
+    if isinstance(constraint, AnyOf):
+        return all(_class_only(c) for c in constraint.attr_constrs)
+    if isinstance(constraint, EqAttrConstraint):  # a type without parameters
+        attr = constraint.attr
+        return isinstance(attr, ParametrizedAttribute) and not attr.parameters
+    return isinstance(constraint, BaseAttr)
 
 
 _SEGMENT_SIZES: dict[bytes, tuple[int, ...]] = {}
