@@ -11,8 +11,8 @@ program, so that each view is folded once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.utils import EnumAttribute
@@ -53,12 +53,26 @@ class DmaActionAttr(EnumAttribute[DmaAction], SpacedOpaqueSyntaxAttribute):
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> DmaAction:
-        start = parser.pos
-        word = parser.parse_identifier(" for a DMA action")
-        if word not in ACTIONS:
-            message = errors.UNKNOWN_ACTION.format(action=word)
-            parser.raise_error(message, start, parser.pos)
-        return DmaAction(word)
+        return parse_word(parser, DmaAction, "a DMA action", unknown_action)
+
+
+Word = TypeVar("Word", bound=StrEnum)
+
+
+def unknown_action(word: str) -> str:
+    return errors.UNKNOWN_ACTION.format(action=word)
+
+
+def parse_word(
+    parser: AttrParser, vocabulary: type[Word], what: str, error: Callable[[str], str]
+) -> Word:
+    """A word of a closed vocabulary; another word is its documented
+    `error(word)`, located at the word."""
+    start = parser.pos
+    word = parser.parse_identifier(f" for {what}")
+    if word not in vocabulary.__members__.values():
+        parser.raise_error(error(word), start, parser.pos)
+    return vocabulary(word)
 
 
 ActionConstraint = DmaActionAttr | StringAttr
@@ -210,7 +224,7 @@ def expect_semaphore(op: str, role: str, value: SSAValue) -> None:
 def check_action(action: str) -> DmaAction:
     """The action a word names, or UNKNOWN_ACTION quoting the word."""
     if action not in ACTIONS:
-        raise CopyIRError(errors.UNKNOWN_ACTION.format(action=action))
+        raise CopyIRError(unknown_action(action))
     return DmaAction(action)
 
 

@@ -38,7 +38,7 @@ from copyir import errors
 from copyir.attributes import i64_array, int_values
 from copyir.errors import CopyIRError
 
-from .base import CopyOp, check_evaluable, describe, set_name
+from .base import CopyOp, check_evaluable, describe, parse_word, set_name
 from .types import parse_i64
 
 
@@ -76,20 +76,20 @@ class DimensionSemanticsAttr(
 
 
 def parse_semantics(parser: AttrParser) -> DimensionSemantics:
-    """`parallel` or `arbitrary`; another word is DIMENSION_SEMANTICS,
-    located at the word."""
-    start = parser.pos
-    word = parser.parse_identifier(" for a dimension's semantics")
-    if word not in SEMANTICS:
-        message = errors.DIMENSION_SEMANTICS.format(name=word)
-        parser.raise_error(message, start, parser.pos)
-    return DimensionSemantics(word)
+    """`parallel` or `arbitrary`; another word is DIMENSION_SEMANTICS."""
+    return parse_word(
+        parser, DimensionSemantics, "a dimension's semantics", unknown_semantics
+    )
+
+
+def unknown_semantics(word: str) -> str:
+    return errors.DIMENSION_SEMANTICS.format(name=word)
 
 
 def check_semantics(word: str) -> DimensionSemantics:
     """The semantics a word names, or DIMENSION_SEMANTICS quoting it."""
     if word not in SEMANTICS:
-        raise CopyIRError(errors.DIMENSION_SEMANTICS.format(name=word))
+        raise CopyIRError(unknown_semantics(word))
     return DimensionSemantics(word)
 
 

@@ -122,30 +122,29 @@ def arity_holds(op: IRDLOperation) -> bool:
 def _verify_attributes(
     op: Operation, op_def: OpDef, context: VerificationContext
 ) -> None:
-    """The properties and attributes, as `OpDef.verify` checks them."""
-    for prop_name, attr_def in op_def.properties.items():
-        if prop_name not in op.properties:
-            if isinstance(attr_def, OptPropertyDef):
-                continue
-            raise VerifyException(
-                f"property '{prop_name}' expected in operation '{op.name}'"
-            )
-        attr_def.constr.verify(op.properties[prop_name], context)
-    for prop_name in op.properties:
-        if prop_name not in op_def.properties:
-            raise VerifyException(
-                f"property '{prop_name}' is not defined by the operation '{op.name}'. "
-                "Use the dictionary attribute to add arbitrary information "
-                "to the operation."
-            )
-    for attr_name, attr_def in op_def.attributes.items():
-        if attr_name not in op.attributes:
-            if isinstance(attr_def, OptAttributeDef):
-                continue
-            raise VerifyException(
-                f"attribute '{attr_name}' expected in operation '{op.name}'"
-            )
-        attr_def.constr.verify(op.attributes[attr_name], context)
+    """The properties and attributes, as `OpDef.verify` checks them (only
+    properties must all be declared: attributes may carry anything)."""
+    parts = (
+        ("property", op_def.properties, op.properties, OptPropertyDef),
+        ("attribute", op_def.attributes, op.attributes, OptAttributeDef),
+    )
+    for kind, defs, values, optional in parts:
+        for name, attr_def in defs.items():
+            if name not in values:
+                if isinstance(attr_def, optional):
+                    continue
+                raise VerifyException(
+                    f"{kind} '{name}' expected in operation '{op.name}'"
+                )
+            attr_def.constr.verify(values[name], context)
+        if kind == "property":
+            for name in values:
+                if name not in defs:
+                    raise VerifyException(
+                        f"property '{name}' is not defined by the operation "
+                        f"'{op.name}'. Use the dictionary attribute to add "
+                        "arbitrary information to the operation."
+                    )
 
 
 _SEGMENT_OPTIONS: dict[type, tuple[AttrSizedSegments, ...] | None] = {}
