@@ -16,6 +16,7 @@ comes from the verifier.
 """
 
 from xdsl.ir import Dialect
+from xdsl.irdl import IRDLOperation
 
 from .base import (
     ACTIONS,
@@ -129,6 +130,7 @@ Copy = Dialect(
     ],
 )
 for _op in Copy.operations:
+    assert issubclass(_op, IRDLOperation)  # every copy op is declared
     fast_accessors(_op)
     types_as_written(_op)
 
