@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, TypeGuard, cast
 
-from xdsl.dialects.builtin import DenseArrayBase, IndexType
+from xdsl.dialects.builtin import I64, DenseArrayBase, IndexType
 from xdsl.dialects.utils import print_dynamic_index_list
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation
@@ -107,7 +107,7 @@ class IndexList(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
-        static = cast(DenseArrayBase, self.static.get(op))
+        static = cast("DenseArrayBase[I64]", self.static.get(op))
         print_index_list(printer, static.get_values(), self.dynamic.get(op))
 
 
