@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import ShapedType
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -46,7 +45,7 @@ from copyir.dialects.copy import (
     describe,
 )
 from copyir.errors import CopyIRError, format_tuple
-from copyir.index import evaluate, grid_points
+from copyir.index import evaluate, grid_points, row_major_strides
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class Schedule:
 
     def strides(self, dims: tuple[int, ...]) -> tuple[int, ...]:
         """Row-major strides of the given dimensions of the grid."""
-        return ShapedType.strides_for_shape([self.grid[d] for d in dims])
+        return row_major_strides([self.grid[d] for d in dims])
 
     def number_of(self, dims: tuple[int, ...]) -> AffineExpr:
         """Row-major number of the given dimensions' indices."""
