@@ -45,7 +45,7 @@ from .control import (
 )
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
 from .generic import fast_accessors, types_as_written
-from .indexing import check_subscript
+from .indexing import all_given, check_subscript
 from .pipeline import (
     IN,
     OUT,
@@ -189,6 +189,7 @@ __all__ = [
     "_check_subscript",
     "_print_tree_side",
     "action_attr",
+    "all_given",
     "check_action",
     "check_block_indices",
     "default_index_name",
