@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.ir import SSAValue
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -58,7 +59,7 @@ class PipelineOperand:
     `counter` how many changes came before, both affine in the grid
     indices (d0 the outermost)."""
 
-    ref: object
+    ref: SSAValue
     output: bool
     number: int
     """Among the inputs, or among the outputs, in spec order."""
