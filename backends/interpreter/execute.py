@@ -35,7 +35,7 @@ from copyir.tables import small_groups
 from copyir.validate import ResolvedEnds, Validated
 
 from .. import coverage
-from .completion import completion_model
+from .completion import CompletionModel, completion_model
 from .inputs import as_input, check_inputs
 from .memory import arena, release_freed_memory
 from .program import Program, prepare
@@ -45,7 +45,8 @@ STEPS_PER_BATCH = 1 << 15
 
 
 class Executable:
-    """A stream compiled for one set of provided inputs and one mode.
+    """A stream compiled for one set of provided inputs and one completion
+    model (a mode's name, `completion.MODELS`, or a model itself).
 
     `run(inputs)` binds the inputs and executes the prepared copies; it may
     be called again with new inputs of the same names.
@@ -55,10 +56,12 @@ class Executable:
         self,
         stream: Stream,
         provided: frozenset[str] | set[str] = frozenset(),
-        mode: str = "random",
+        mode: str | CompletionModel = "random",
         seed: int = 0,
     ):
-        model = completion_model(mode, seed)
+        model = (
+            mode if isinstance(mode, CompletionModel) else completion_model(mode, seed)
+        )
         self.stream = stream
         self.provided = frozenset(provided)
         order = model.iteration_order(stream)
