@@ -22,17 +22,19 @@ the events one by one in Python:
   began before it (with no race, those have finished), or by an input;
 - at the end, DMAs still in flight.
 
-The first problem in program order is raised, so the verdict is the one a
+`DmaProtocol` answers these questions for one program (what is in flight
+at an event, what has finished, what conflicts) and decides the verdict:
+the first problem in program order is raised, so the verdict is the one a
 step-by-step walk would give. `Namer` turns events, boxes and semaphores
-into the words of messages; the interpreter, a data-free check and (later)
-a timing model all call `check` with their own.
+into the words of messages; the interpreter, the data-free check, the
+completion models and (later) a timing model all ask the same object.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Protocol
 
 import numpy as np
@@ -142,56 +144,154 @@ class Verdict:
     stats: overlaps.Stats = field(default_factory=overlaps.Stats)
 
 
-def decide(
-    events: Events,
-    ends: BoxAccesses,
-    memory: Memory,
-    namer: Namer,
-    claims: Callable[[np.ndarray, np.ndarray], Any] | None = None,
-) -> Verdict:
-    """Decide the protocol for a whole program; raise its first problem.
+class DmaProtocol:
+    """The DMA protocol of one program, as answers: which DMAs are in
+    flight at an event, which have finished, which accesses conflict, and
+    the verdict that puts the first problem in program order.
 
-    `claims(starts, finish)`, when given, finds the first broken claim of
-    a parallel loop (`parallel.first_violation`), which competes with the
-    protocol's own problems for the first place in program order."""
-    starts = np.flatnonzero(events.kind == START)
-    sems = _semaphores(events, starts)
-    finish = sems.finish
-    problems: list[tuple[int, int, Callable[[], CopyIRError]]] = []
-    if sems.unsatisfiable is not None:
-        problems.append((sems.unsatisfiable, 0, lambda: _unsatisfiable(sems, namer)))
-    dma = np.minimum(np.searchsorted(starts, ends.event), max(len(starts) - 1, 0))
-    window_end = np.where(
-        ends.instant, ends.event + 1, finish[dma] if len(starts) else 0
-    )
-    overlap = _self_overlap(ends)
-    if overlap is not None:
-        problems.append(
-            (int(ends.event[overlap[0]]), 1, lambda: _overlap(ends, overlap, namer))
+    The interpreter, `verify --protocol` (through `check_stream`), the
+    completion models and a timing model all ask this one object. Each
+    answer is computed once, for all events at once, with numpy: the
+    semaphores' running sums give every DMA's finishing wait in one sort,
+    and conflicts come from the `overlaps` index, never from walking the
+    events one by one."""
+
+    def __init__(self, events: Events, ends: BoxAccesses, memory: Memory, namer: Namer):
+        self.events = events
+        self.ends = ends
+        self.memory = memory
+        self.namer = namer
+
+    # -- in flight and finished
+
+    @functools.cached_property
+    def starts(self) -> np.ndarray:
+        """The event of each DMA (DMAs are numbered in program order)."""
+        return np.flatnonzero(self.events.kind == START)
+
+    @functools.cached_property
+    def _semaphores(self) -> _Semaphores:
+        return _semaphores(self.events, self.starts)
+
+    @property
+    def finish(self) -> np.ndarray:
+        """The event of the wait that finishes each DMA, by the rule; the
+        event count for a DMA no wait finishes."""
+        return self._semaphores.finish
+
+    def in_flight(self, event: int) -> np.ndarray:
+        """The DMAs in flight at an event: started at or before it, not yet
+        finished (a DMA's finishing wait is the first event it is not in
+        flight at)."""
+        started = int(np.searchsorted(self.starts, event, side="right"))
+        return np.flatnonzero(self.finish[:started] > event)
+
+    def finished(self, event: int) -> np.ndarray:
+        """The DMAs finished at or before an event."""
+        return np.flatnonzero(self.finish <= event)
+
+    def finished_by(self, wait: int) -> np.ndarray:
+        """The DMAs this wait finishes, in program order."""
+        order, finish = self._by_finish
+        lo, hi = np.searchsorted(finish, [wait, wait + 1])
+        return order[lo:hi]
+
+    @functools.cached_property
+    def _by_finish(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.finish, kind="stable")
+        return order, self.finish[order]
+
+    def leftovers(self) -> np.ndarray:
+        """The DMAs no wait finishes: still in flight at the end."""
+        return np.flatnonzero(self.finish >= self.events.count)
+
+    # -- conflicts
+
+    def windows(self) -> overlaps.AccessWindows:
+        """Each access's box and window in events: a DMA end from its start
+        to the wait that finishes its DMA, a computation's or an
+        invalidation's for its own event."""
+        ends, finish = self.ends, self.finish
+        starts = self.starts
+        dma = np.minimum(np.searchsorted(starts, ends.event), max(len(starts) - 1, 0))
+        window_end = np.where(
+            ends.instant, ends.event + 1, finish[dma] if len(starts) else 0
         )
-    stats = overlaps.Stats()
-    accesses = overlaps.AccessWindows(
-        ends.buffer, ends.lo, ends.hi, ends.write, ends.event, window_end, ends.event
-    )
-    conflict = overlaps.first_conflict(accesses, stats)
-    if conflict is not None:
-        at = int(ends.event[conflict.later])
-        problems.append((at, 2, lambda: _race(ends, conflict, namer)))
-    if claims is not None and (broken := claims(starts, finish)) is not None:
-        problems.append((broken.event, 3, broken.build))
-    unwritten = _first_unwritten(ends, memory)
-    if unwritten is not None:
-        at = int(ends.event[unwritten[0]])
-        problems.append((at, 4, lambda: _uninitialized(ends, memory, unwritten, namer)))
-    leftover = np.flatnonzero(finish >= events.count)
-    if leftover.size:
-        problems.append(
-            (events.count, 5, lambda: _leftovers(events, starts, leftover, sems, namer))
+        return overlaps.AccessWindows(
+            ends.buffer,
+            ends.lo,
+            ends.hi,
+            ends.write,
+            ends.event,
+            window_end,
+            ends.event,
         )
-    if problems:
-        raise min(problems, key=lambda p: p[:2])[2]()
-    runs = _write_runs(ends, memory)
-    return Verdict(starts, finish, coverage.union(runs.lo, runs.hi), stats)
+
+    def race(self, stats: overlaps.Stats | None = None) -> overlaps.Conflict | None:
+        """The first two accesses (rows of `ends`) that meet in time and
+        memory, one of them a write: the race detected first."""
+        return overlaps.first_conflict(self.windows(), stats)
+
+    def self_overlap(self) -> tuple[int, int] | None:
+        """The rows of the first DMA whose source and destination share an
+        element."""
+        return _self_overlap(self.ends)
+
+    def unwritten(self) -> tuple[int, int] | None:
+        """The first read of memory nobody wrote: its row and first
+        unwritten element (a global number)."""
+        return _first_unwritten(self.ends, self.memory)
+
+    # -- the verdict
+
+    def decide(
+        self, claims: Callable[[np.ndarray, np.ndarray], Any] | None = None
+    ) -> Verdict:
+        """Decide the protocol for the whole program; raise its first problem.
+
+        `claims(starts, finish)`, when given, finds the first broken claim
+        of a parallel loop (`parallel.first_violation`), which competes
+        with the protocol's own problems for the first place in program
+        order."""
+        events, ends, memory, namer = self.events, self.ends, self.memory, self.namer
+        starts, sems = self.starts, self._semaphores
+        finish = sems.finish
+        problems: list[tuple[int, int, object]] = []
+        if sems.unsatisfiable is not None:
+            problems.append(
+                (sems.unsatisfiable, 0, lambda: _unsatisfiable(sems, namer))
+            )
+        overlap = self.self_overlap()
+        if overlap is not None:
+            problems.append(
+                (int(ends.event[overlap[0]]), 1, lambda: _overlap(ends, overlap, namer))
+            )
+        stats = overlaps.Stats()
+        conflict = self.race(stats)
+        if conflict is not None:
+            at = int(ends.event[conflict.later])
+            problems.append((at, 2, lambda: _race(ends, conflict, namer)))
+        if claims is not None and (broken := claims(starts, finish)) is not None:
+            problems.append((broken.event, 3, broken.build))
+        unwritten = self.unwritten()
+        if unwritten is not None:
+            at = int(ends.event[unwritten[0]])
+            problems.append(
+                (at, 4, lambda: _uninitialized(ends, memory, unwritten, namer))
+            )
+        leftover = self.leftovers()
+        if leftover.size:
+            problems.append(
+                (
+                    events.count,
+                    5,
+                    lambda: _leftovers(events, starts, leftover, sems, namer),
+                )
+            )
+        if problems:
+            raise min(problems, key=lambda p: p[:2])[2]()
+        runs = _write_runs(ends, memory)
+        return Verdict(starts, finish, coverage.union(runs.lo, runs.hi), stats)
 
 
 # -- semaphores ------------------------------------------------------------------------
@@ -257,7 +357,6 @@ def _semaphores(events: Events, starts: np.ndarray) -> _Semaphores:
 
 def _unsatisfiable(sems: _Semaphores, namer: Namer) -> CopyIRError:
     events, at = sems.events, sems.unsatisfiable
-    assert events is not None and at is not None  # both set for such a wait
     before = np.arange(events.count) < at
     pending = {}
     for kind, sign in ((START, 1), (WAIT, -1)):
@@ -394,9 +493,7 @@ def _first_unwritten(ends: BoxAccesses, memory: Memory) -> tuple[int, int] | Non
     return None if best is None else (best[1], best[2])
 
 
-def _by_replay(
-    ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid
-) -> Unwritten | None:
+def _by_replay(ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid):
     """`_replay_buffer`, spared the reads of exactly the box an earlier
     write wrote when nothing in the buffer is invalidated (those stay
     covered): (event, row, first unwritten element), or None."""
@@ -425,20 +522,11 @@ def _box_keys(ends: BoxAccesses, rows: np.ndarray) -> np.ndarray:
     return coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
 
 
-class _Mixed(Enum):
-    MIXED = "mixed"
-
-
-_MIXED = _Mixed.MIXED
+_MIXED = object()
 """`_by_boxes`' answer for a buffer whose boxes partly overlap."""
 
-Unwritten = tuple[int, int, int]
-"""(event, row, first unwritten element) of a read of unwritten memory."""
 
-
-def _by_boxes(
-    ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid
-) -> Unwritten | _Mixed | None:
+def _by_boxes(ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid):
     """The replay's answer for one buffer, without replaying, when its
     distinct boxes are pairwise identical or disjoint (window slots,
     blocks): then each box lives on its own, and a read of it is covered

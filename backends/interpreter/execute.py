@@ -1,24 +1,12 @@
-"""The checking interpreter: runs a DMA stream on numpy arenas.
+"""Executing a stream: a compiled program's data moves and computations on
+fresh numpy arenas.
 
-Compiling a stream does, once, all the work that needs no data:
-
-1. `copyir.validate` checks every field and resolves each DMA end to a box
-   of one buffer (out of bounds, a dtype mismatch and a stride pattern that
-   is not a box are reported here, before anything runs);
-2. `backends.protocol` decides the DMA protocol for the whole program
-   (races, reads of memory nobody wrote, unsatisfiable waits, DMAs never
-   waited), whatever the completion mode, and `backends.parallel` holds
-   each parallel loop to its claim;
-3. the completion mode decides when, inside its in-flight window, each DMA
-   moves its data: `eager` at its start, `on_wait` inside the wait that
-   needs its bytes, the most recently started first (as Pallas' interpret
-   mode pops its pending DMAs), `random` at a random moment of its window
-   (seeded). A correct program gives the same result in every mode.
-
-Executing is then a loop over prepared copies and computations: each DMA end is an index
-into a strided stack of views of its buffer (one stack per buffer, shape
-and strides), so no view is built per copy in advance and none is checked
-at run time.
+`Executable` compiles once (prepare and check the program, ask the
+completion model for its schedule, plan each step) and then runs a loop
+over prepared copies and computations: each DMA end is an index into a
+strided stack of views of its buffer (one stack per buffer, shape and
+strides), so no view is built per copy in advance and none is checked at
+run time.
 
 Each run gets fresh memory, one array per buffer (sized to what the
 program allocates): the arrays a run returns are its own, never changed by
@@ -30,14 +18,9 @@ in signed integers, the maximum in unsigned ones and True in bool.
 
 from __future__ import annotations
 
-import ctypes
-import dataclasses
-import functools
 import math
-import sys
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ShapedType
@@ -45,322 +28,25 @@ from xdsl.dialects.builtin import ShapedType
 from copyir import errors
 from copyir.compute import Operand, compile_expression, parse_expression
 from copyir.dtypes import BY_NAME, DTYPES
-from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Note
-from copyir.expand import Trace
-from copyir.machine import MODES, POISON
-from copyir.stream import (
-    COMPUTE,
-    INVALIDATE,
-    START,
-    WAIT,
-    Buffer,
-    Origin,
-    Stream,
-)
+from copyir.errors import CopyIRWarning, InvocationError
+from copyir.machine import POISON
+from copyir.stream import COMPUTE, Stream
 from copyir.tables import small_groups
-from copyir.validate import ResolvedEnds, Validated, validate_stream
+from copyir.validate import ResolvedEnds, Validated
 
-from . import coverage, parallel, protocol
-from .inputs import as_input, check_inputs, check_names, fill_inputs
+from .. import coverage
+from .completion import CompletionModel, completion_model
+from .inputs import as_input, check_inputs
+from .memory import arena, release_freed_memory
+from .program import Program, prepare
 
-MAX_SEED = 2**63 - 1
 STEPS_PER_BATCH = 1 << 15
 """Steps executed per batch of Python integers (bounds their memory)."""
 
 
-# -- naming what the protocol reports ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Namer:
-    """Events by their origins and iterations, boxes in buffer indices."""
-
-    stream: Stream
-    trace: Trace
-
-    def origin(self, event: int) -> Origin:
-        return self.stream.origin(int(self.trace.row[event]))
-
-    def fail(
-        self, event: int, message: str, notes: tuple[Note, ...] = ()
-    ) -> CopyIRError:
-        return self.trace.fail(self.stream, event, message, notes)
-
-    def site(self, event: int) -> Note:
-        return Note("", self.origin(event).loc)
-
-    def iteration(self, event: int) -> str:
-        return self.trace.iteration(self.stream, event)
-
-    def where(self, event: int) -> str:
-        iteration = self.trace.iteration(self.stream, event)
-        return f"{self.origin(event)}" + (f" at {iteration}" if iteration else "")
-
-    def region(self, buffer: int, lo: np.ndarray, hi: np.ndarray) -> str:
-        b = self.stream.buffers[buffer]
-        parts = [f"{lo[d]}:{hi[d]}" for d in range(len(b.shape))]
-        return f"{b.name}[{', '.join(parts)}]"
-
-    def element(self, buffer: int, index: tuple[int, ...]) -> str:
-        b = self.stream.buffers[buffer]
-        return f"{b.name}[{', '.join(map(str, index[: len(b.shape)]))}]"
-
-    def buffer_name(self, buffer: int) -> str:
-        return self.stream.buffers[buffer].name
-
-    def semaphore(self, sem: int) -> str:
-        return self.stream.sem_name(sem)
-
-
-# -- compiling ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Program:
-    """A validated, expanded stream as the protocol's tables."""
-
-    validated: Validated
-    events: protocol.Events
-    ends: protocol.BoxAccesses
-    memory: protocol.Memory
-    namer: _Namer
-
-    @property
-    def trace(self) -> Trace:
-        return self.validated.trace
-
-    def check(self, claims: bool = True) -> protocol.Verdict:
-        """Decide the protocol; with `claims`, the parallel loops' claims
-        too (on a program in its own order: see `Executable`)."""
-        stream, trace = self.namer.stream, self.trace
-        levels = parallel.levels(stream, trace.row, trace.indices) if claims else []
-
-        def broken(starts: np.ndarray, finish: np.ndarray):
-            return parallel.first_violation(
-                stream,
-                levels,
-                self.events,
-                self.ends,
-                self.memory,
-                starts,
-                finish,
-                self.namer,
-            )
-
-        return protocol.decide(
-            self.events,
-            self.ends,
-            self.memory,
-            self.namer,
-            broken if levels else None,
-        )
-
-
-def prepare(
-    stream: Stream,
-    provided: frozenset[str],
-    order: dict[int, np.ndarray] | None = None,
-) -> Program:
-    """Validate a stream, expand its loops and build the protocol's tables."""
-    validated = validate_stream(stream, order)
-    check_names(stream, provided)
-    trace = validated.trace
-    table = stream.instructions
-    op = table["op"][trace.row].astype(np.int64)
-    events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
-    add = table["add"][trace.row[validated.src.events]].astype(bool)
-    ends = _protocol_ends(validated, op, add)
-    layout = validated.layout
-    memory = protocol.Memory(
-        layout.shapes,
-        layout.strides,
-        np.array([b.param and b.name in provided for b in stream.buffers], bool),
-        np.array([b.param for b in stream.buffers], bool),
-    )
-    validated = _without_boxes(validated)
-    return Program(validated, events, ends, memory, _Namer(stream, validated.trace))
-
-
-def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
-    """The protocol's rows, filled in place (no part tables): two per DMA,
-    its source then its destination (read too when the DMA adds); then
-    each computation's operands (read), the computations' destinations
-    (written) and the invalidations' boxes (made unwritten), all instant."""
-    src, dst = validated.src, validated.dst
-    count = len(src.events)
-    pieces: list[tuple[ResolvedEnds, slice | np.ndarray, bool, bool]] = [
-        (operand, slice(None), False, False) for operand in validated.operands
-    ]
-    for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
-        pieces.append((dst, np.flatnonzero(op[dst.events] == kind), True, invalidate))
-    sizes = [len(access.events[at]) for access, at, _, _ in pieces]
-    total = 2 * count + sum(sizes)
-    rank = src.lo.shape[1]
-    ends = protocol.BoxAccesses(
-        event=np.empty(total, np.int64),
-        buffer=np.empty(total, np.int64),
-        lo=np.empty((total, rank), np.int64),
-        hi=np.empty((total, rank), np.int64),
-        write=np.zeros(total, bool),
-        read=np.zeros(total, bool),
-        instant=np.zeros(total, bool),
-        invalidate=np.zeros(total, bool),
-        shape_kind=np.empty(total, np.int64),
-    )
-    buffers = len(validated.layout.buffers)
-
-    def put(rows, access: ResolvedEnds, at, own_destination: bool = False) -> None:
-        ends.event[rows] = access.events[at]
-        ends.buffer[rows] = access.buffer[at]
-        ends.lo[rows] = access.lo[at]
-        ends.hi[rows] = access.hi[at]
-        # An instruction's kind of end, told apart from the other end of
-        # its row (the same code, other strides), and its buffer.
-        kind = access.kind[at] * 2 + own_destination
-        assert ends.shape_kind is not None  # made above
-        ends.shape_kind[rows] = kind * buffers + access.buffer[at]
-
-    put(slice(0, 2 * count, 2), src, slice(None))
-    put(slice(1, 2 * count, 2), dst, np.searchsorted(dst.events, src.events), True)
-    ends.read[0 : 2 * count : 2] = True
-    ends.write[1 : 2 * count : 2] = True
-    ends.read[1 : 2 * count : 2] = add
-    first = 2 * count
-    for (access, at, write, invalidate), size in zip(pieces, sizes, strict=True):
-        rows = slice(first, first + size)
-        put(rows, access, at, access is dst)
-        ends.write[rows], ends.read[rows] = write, not write
-        ends.instant[rows], ends.invalidate[rows] = True, invalidate
-        first += size
-    return ends
-
-
-def _without_boxes(validated: Validated) -> Validated:
-    """What the interpreter keeps of a validated stream once the protocol
-    has its rows: not the boxes of the ends, nor the trace's addresses
-    (the largest tables, needed no more)."""
-    empty = np.zeros((0, validated.src.lo.shape[1]), np.int64)
-
-    def slim(access: ResolvedEnds) -> ResolvedEnds:
-        return dataclasses.replace(access, lo=empty, hi=empty)
-
-    none = np.zeros(0, np.int64)
-    trace = dataclasses.replace(
-        validated.trace,
-        src_address=none,
-        dst_address=none,
-        operands=np.zeros((0, validated.trace.operands.shape[1]), np.int64),
-    )
-    return dataclasses.replace(
-        validated,
-        trace=trace,
-        src=slim(validated.src),
-        dst=slim(validated.dst),
-        operands=[slim(o) for o in validated.operands],
-    )
-
-
-def trace_lines(stream: Stream) -> list[str]:
-    """Every event of a stream in program order, one line each, as a user
-    reads a schedule: `i = 1: start x[8:16, 0:128] -> buf[0:1, 0:8, 0:128]
-    on sems[0]`, `wait sems[1] 4096`, `compute ...`, `invalidate ...`."""
-    validated = validate_stream(stream)
-    trace = validated.trace
-    namer = _Namer(stream, trace)
-    table = stream.instructions
-    src, dst = validated.src, validated.dst
-    src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
-    dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
-
-    def box(access: ResolvedEnds, k: int) -> str:
-        return namer.region(int(access.buffer[k]), access.lo[k], access.hi[k])
-
-    lines = []
-    for event, row in enumerate(trace.row.tolist()):
-        op = int(table["op"][row])
-        sem = stream.sem_name(int(trace.sem[event]))
-        if op == START:
-            text = (
-                f"start {box(src, src_at[event])} -> {box(dst, dst_at[event])} on {sem}"
-            )
-        elif op == WAIT:
-            text = f"wait {sem} {int(table['bytes'][row])}"
-        elif op == COMPUTE:
-            text = f"compute {box(dst, dst_at[event])}"
-        else:
-            text = f"invalidate {box(dst, dst_at[event])}"
-        iteration = trace.iteration(stream, event)
-        lines.append(f"{iteration}: {text}" if iteration else text)
-    return lines
-
-
-def check_stream(
-    stream: Stream, provided: frozenset[str] | set[str] | None = None
-) -> protocol.Verdict:
-    """The data-free protocol check: validate the stream and decide the
-    protocol, without arrays. Parameters count as inputs unless `provided`
-    names the ones that are (so a read of a parameter is never reported
-    as unwritten); scratch starts unwritten."""
-    if provided is None:
-        provided = frozenset(b.name for b in stream.buffers if b.param)
-    return prepare(stream, frozenset(provided)).check()
-
-
-def schedule(
-    mode: str, seed: int, events: protocol.Events, verdict: protocol.Verdict
-) -> tuple[np.ndarray, np.ndarray]:
-    """When each DMA moves its data: (the event after which it moves, the
-    DMA's start event), both in the order the moves happen."""
-    starts, finish = verdict.starts, verdict.finish
-    if mode == "eager":
-        return starts.copy(), starts.copy()
-    if mode == "random":
-        rng = np.random.default_rng(seed)
-        moment = starts + (rng.random(len(starts)) * (finish - starts)).astype(np.int64)
-        ties = rng.permutation(len(starts))
-        if (int(moment.max(initial=0)) + 1) * len(starts) < 2**62:
-            # By moment, ties in a random order: one key, one sort.
-            order = np.argsort(moment * len(starts) + ties)
-        else:
-            order = np.lexsort((ties, moment))
-        return moment[order], starts[order]
-    moves = _on_wait(events)
-    return (
-        np.array([m for m, _ in moves], np.int64),
-        np.array([s for _, s in moves], np.int64),
-    )
-
-
-def _on_wait(events: protocol.Events) -> list[tuple[int, int]]:
-    """Pending DMAs complete inside the wait that needs their bytes, the
-    most recently started first (jax's interpret mode pops its list)."""
-    pending: dict[int, list[int]] = {}
-    arrived: dict[int, int] = {}
-    consumed: dict[int, int] = {}
-    moves = []
-    kinds, sems, amounts = (
-        x.tolist() for x in (events.kind, events.sem, events.amount)
-    )
-    for event, (kind, sem, amount) in enumerate(zip(kinds, sems, amounts, strict=True)):
-        if kind == START:
-            pending.setdefault(sem, []).append(event)
-            continue
-        stack = pending.get(sem, [])
-        have = arrived.get(sem, 0) - consumed.get(sem, 0)
-        while have < amount and stack:
-            start = stack.pop()
-            moves.append((event, start))
-            have += amounts[start]
-            arrived[sem] = arrived.get(sem, 0) + amounts[start]
-        consumed[sem] = consumed.get(sem, 0) + amount
-    return moves
-
-
-# -- executing ----------------------------------------------------------------------
-
-
 class Executable:
-    """A stream compiled for one set of provided inputs and one mode.
+    """A stream compiled for one set of provided inputs and one completion
+    model (a mode's name, `completion.MODELS`, or a model itself).
 
     `run(inputs)` binds the inputs and executes the prepared copies; it may
     be called again with new inputs of the same names.
@@ -370,18 +56,15 @@ class Executable:
         self,
         stream: Stream,
         provided: frozenset[str] | set[str] = frozenset(),
-        mode: str = "random",
+        mode: str | CompletionModel = "random",
         seed: int = 0,
     ):
-        if mode not in MODES:
-            raise CopyIRError(errors.RUN_UNKNOWN_MODE.format(mode=mode))
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise CopyIRError(errors.RUN_BAD_SEED.format(seed=seed))
-        if not 0 <= seed <= MAX_SEED:
-            raise CopyIRError(errors.RUN_BAD_SEED.format(seed=seed))
+        model = (
+            mode if isinstance(mode, CompletionModel) else completion_model(mode, seed)
+        )
         self.stream = stream
         self.provided = frozenset(provided)
-        order = _parallel_order(stream, mode, seed)
+        order = model.iteration_order(stream)
         if order:
             # The claims are checked in the program's own order, so that
             # every mode and seed reports the same broken claim; with them
@@ -391,7 +74,8 @@ class Executable:
         verdict = program.check(claims=not order)
         self.verdict = verdict
         self.trace = program.trace
-        self._moments, self._moved = schedule(mode, int(seed), program.events, verdict)
+        self.schedule = model.schedule(program.protocol)
+        self._moments, self._moved = self.schedule.moments, self.schedule.moved
         self.params = {b.name: i for i, b in enumerate(stream.buffers) if b.param}
         written = set(np.unique(program.ends.buffer[program.ends.write]).tolist())
         self._aliased = {
@@ -413,7 +97,7 @@ class Executable:
     def completions(self) -> list[tuple[int, int]]:
         """When each DMA moved its data: (the event after which it moved, its
         start event), in the order the moves happen."""
-        return list(zip(self._moments.tolist(), self._moved.tolist(), strict=True))
+        return self.schedule.completions
 
     # -- what is written
 
@@ -636,7 +320,7 @@ class Executable:
             else:
                 np.copyto(views[i], array)
         self._memory = [
-            flats[i].view(np.uint8).data if i in flats else None
+            memoryview(flats[i].view(np.uint8)) if i in flats else None
             for i in range(len(self.stream.buffers))
         ]
         self._views = views
@@ -652,7 +336,7 @@ class Executable:
         for i, buffer in enumerate(self.stream.buffers):
             if i in self._aliased:
                 continue
-            data = _arena(buffer.space, buffer.nbytes)
+            data = arena(buffer.space, buffer.nbytes)
             views[i] = data.view(BY_NAME[buffer.dtype].numpy).reshape(buffer.shape)
             item = BY_NAME[buffer.dtype].itemsize
             for lo, hi in self._poison.get(i, ()):
@@ -692,30 +376,6 @@ class Executable:
                     copyto(stacks[c][d], functions[a](args))
 
 
-def release_freed_memory() -> None:
-    """Hand the memory that compiling freed back to the system (glibc only;
-    elsewhere nothing happens).
-
-    Compiling a large stream makes and frees many tables of a few MiB each.
-    glibc serves those from its heap once it has raised its mmap threshold,
-    and keeps their pages when they are freed; a run would then allocate
-    its arenas on top of that dead weight (about 200 MiB for 400,000 DMAs).
-    `malloc_trim(0)` returns every free page of the heap."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim():
-    if sys.platform != "linux":
-        return None
-    try:
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
-
-
 def _run_length(shape: tuple, strides: tuple) -> int:
     """The elements of a box of this shape and these strides when they are
     one run of consecutive elements (dense, row-major), else 0."""
@@ -723,19 +383,6 @@ def _run_length(shape: tuple, strides: tuple) -> int:
     extents = [n for n, _ in dims]
     dense = tuple(s for _, s in dims) == ShapedType.strides_for_shape(extents)
     return math.prod(extents) if dense else 0
-
-
-def _parallel_order(stream: Stream, mode: str, seed: int) -> dict[int, np.ndarray]:
-    """In random mode, the iterations of each parallel loop run in a seeded
-    permuted order (the stream says they do not depend on each other)."""
-    if mode != "random":
-        return {}
-    rng = np.random.default_rng([seed, 1])
-    return {
-        number: rng.permutation(loop.trip_count)
-        for number, loop in enumerate(stream.loops, start=1)
-        if loop.parallel
-    }
 
 
 def compile_stream(
@@ -748,15 +395,6 @@ def compile_stream(
     return Executable(stream, provided, mode, seed)
 
 
-def _arena(space: str, size: int) -> np.ndarray:
-    try:
-        return np.empty(size, np.uint8)
-    except (MemoryError, ValueError) as err:  # the machine cannot hold it
-        raise CopyIRError(
-            errors.CANNOT_ALLOCATE.format(size=size, space=space, why=err)
-        ) from None
-
-
 def run_stream(
     stream: Stream,
     inputs: Mapping[str, np.ndarray],
@@ -766,19 +404,3 @@ def run_stream(
     """Check the inputs, compile for them, and run once."""
     check_inputs(stream, inputs)
     return Executable(stream, frozenset(inputs), mode, seed).run(inputs)
-
-
-__all__ = [
-    "DTYPES",
-    "MODES",
-    "POISON",
-    "Buffer",
-    "Executable",
-    "Origin",
-    "as_input",
-    "check_stream",
-    "compile_stream",
-    "fill_inputs",
-    "run_stream",
-    "trace_lines",
-]

@@ -1,0 +1,42 @@
+"""A stream's events as a user reads a schedule (`copyir run --trace`)."""
+
+from __future__ import annotations
+
+from copyir.stream import COMPUTE, START, WAIT, Stream
+from copyir.validate import ResolvedEnds, validate_stream
+
+from .naming import Namer
+
+
+def trace_lines(stream: Stream) -> list[str]:
+    """Every event of a stream in program order, one line each, as a user
+    reads a schedule: `i = 1: start x[8:16, 0:128] -> buf[0:1, 0:8, 0:128]
+    on sems[0]`, `wait sems[1] 4096`, `compute ...`, `invalidate ...`."""
+    validated = validate_stream(stream)
+    trace = validated.trace
+    namer = Namer(stream, trace)
+    table = stream.instructions
+    src, dst = validated.src, validated.dst
+    src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
+    dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
+
+    def box(access: ResolvedEnds, k: int) -> str:
+        return namer.region(int(access.buffer[k]), access.lo[k], access.hi[k])
+
+    lines = []
+    for event, row in enumerate(trace.row.tolist()):
+        op = int(table["op"][row])
+        sem = stream.sem_name(int(trace.sem[event]))
+        if op == START:
+            text = (
+                f"start {box(src, src_at[event])} -> {box(dst, dst_at[event])} on {sem}"
+            )
+        elif op == WAIT:
+            text = f"wait {sem} {int(table['bytes'][row])}"
+        elif op == COMPUTE:
+            text = f"compute {box(dst, dst_at[event])}"
+        else:
+            text = f"invalidate {box(dst, dst_at[event])}"
+        iteration = trace.iteration(stream, event)
+        lines.append(f"{iteration}: {text}" if iteration else text)
+    return lines
