@@ -320,7 +320,7 @@ class Executable:
             else:
                 np.copyto(views[i], array)
         self._memory = [
-            memoryview(flats[i].view(np.uint8)) if i in flats else None
+            flats[i].view(np.uint8).data if i in flats else None
             for i in range(len(self.stream.buffers))
         ]
         self._views = views
