@@ -48,11 +48,6 @@ class TransferBuilder(OptionReader):
         """A DMA_LINE token: the `dma_stmt` it holds, its parts located."""
         (line,) = tree.children
         match = _DMA_LINE.match(line)
-        found = [self.found(match.group(k), match.group(k + 1)) for k in (2, 4, 6)]
-        if None not in found:  # all written before: nothing to make or locate
-            action = "start" if match.group(1) == "copy_start" else "wait"
-            self.emit(DmaOp, found, (), DmaOp.option_properties(action, False, 0))
-            return
         kind = Tree("dma_kind", [_part(line, match, 1, "DMA_KIND")])
         operands = [
             Tree(
