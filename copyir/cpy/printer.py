@@ -6,9 +6,10 @@ statement of its block uses, right before it and at its location, is
 written inline in that statement (`copy_start x[ds(8 * i, 8)] -> ...`):
 the parser makes an op of each one the text writes. Any other gets a
 statement of its own. Loops, `when` and pipeline bodies print as blocks,
-indented; a pipeline's header prints one spec per line. With `debuginfo`, every statement ends in `loc("file":line:col)` (a
-`for`, `when` or `pipeline` has it before its `{`) so that
-`parse(print(m))` keeps the locations too.
+indented; a pipeline's header prints one spec per line. With
+`debuginfo`, every statement ends in `loc("file":line:col)` (a `for`,
+`when` or `pipeline` has it before its `{`) so that `parse(print(m))`
+keeps the locations too.
 """
 
 from __future__ import annotations
@@ -220,9 +221,9 @@ class _KernelPrinter:
 
         apart: set[Operation] = set()  # statements of their own
         position = {op: k for k, op in enumerate(ops)}
-        for i, op in enumerate(ops):
-            if _inline_candidate_kind(op):
-                continue  # written by the statement that uses it, or named
+
+        def place(i: int, op: Operation) -> None:
+            """Mark inline the ops a statement's text makes right before it."""
             while True:
                 expected = [
                     o for value, _ in self.text_operands(op) for o in made(value, op)
@@ -230,7 +231,7 @@ class _KernelPrinter:
                 before = ops[max(i - len(expected), 0) : i]
                 if expected and list(before) == expected:
                     inline.update(expected)
-                    break
+                    return
                 # An op made earlier than the parser would make it (such as
                 # a slot computed before the block indices) is a statement
                 # of its own; the rest may still be inline.
@@ -240,8 +241,17 @@ class _KernelPrinter:
                         early.add(o)
                     last = max(last, position[o])
                 if not early:
-                    break
-                apart |= early
+                    return
+                apart.update(early)
+
+        for i, op in enumerate(ops):
+            if not _inline_candidate_kind(op):
+                place(i, op)
+        # Then the views and index values that are statements of their own
+        # (`v4 = x[ds(8 * i, 8)]`, a view of several users).
+        for i, op in enumerate(ops):
+            if _inline_candidate_kind(op) and op not in inline:
+                place(i, op)
         return inline
 
     def text_operands(self, op: Operation) -> list[tuple[SSAValue, int]]:
