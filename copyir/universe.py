@@ -28,5 +28,7 @@ def _dma() -> Dialect:
 
 
 COPYIR_UNIVERSE = Universe(
-    all_dialects={"copy": _copy, "dma": _dma}, all_passes=dict(PASSES)
+    all_dialects={"copy": _copy, "dma": _dma},
+    # `cse` is xDSL's own pass, which xDSL's universe already names.
+    all_passes={name: p for name, p in PASSES.items() if name != "cse"},
 )

@@ -54,6 +54,12 @@ def _assign_addresses() -> type[ModulePass]:
     return AssignAddressesPass
 
 
+def _cse() -> type[ModulePass]:
+    from copyir.passes.cse import CsePass
+
+    return CsePass
+
+
 def _convert_copy_to_dma() -> type[ModulePass]:
     from copyir.passes.convert_copy_to_dma import ConvertCopyToDmaPass
 
@@ -66,6 +72,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "expand-pytree-copies": _expand_pytree_copies,
     "expand-windows": _expand_windows,
     "assign-addresses": _assign_addresses,
+    "cse": _cse,
     "convert-copy-to-dma": _convert_copy_to_dma,
 }
 """Pass name -> a function returning its class, as xDSL's pipeline parser wants."""
@@ -75,6 +82,7 @@ LOWERING = (
     "expand-pytree-copies",
     "expand-windows",
     "assign-addresses",
+    "cse",
     "convert-copy-to-dma",
 )
 """The default pipeline: what `copyir lower` runs, and `copyir opt` without -p."""

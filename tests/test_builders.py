@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr, f32
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -143,21 +144,21 @@ def loop_with_when() -> ModuleOp:
     d0, zero = AffineExpr.dimension(0), AffineExpr.constant(0)
     at_most_two = AffineConstraintExpr(AffineConstraintKind.ge, -d0 + 2, zero)
     when = WhenOp([AffineSet(1, 0, (at_most_two,))], [i])
-    start = IndexOp(AffineMap(1, 0, (d0 * 16,)), [i])
     rows = [(DYNAMIC, 16, False)]
-    src = ViewOp(x, rows, dynamic=[start.result])
-    dst = ViewOp(y, rows, dynamic=[start.result])
-    when.body.block.add_ops(
-        [
-            start,
-            src,
-            DmaOp("start", src.result, buf.result, s.result),
-            DmaOp("wait", src.result, buf.result, s.result),
-            dst,
-            DmaOp("start", buf.result, dst.result, s.result),
-            DmaOp("wait", buf.result, dst.result, s.result),
-        ]
-    )
+    ops: list[Operation] = []
+
+    def rows_of(ref: SSAValue) -> SSAValue:
+        """`ref[ds(16 * i, 16)]` as the parser makes it: at each writing."""
+        start = IndexOp(AffineMap(1, 0, (d0 * 16,)), [i])
+        view = ViewOp(ref, rows, dynamic=[start.result])
+        ops.extend([start, view])
+        return view.result
+
+    for action in ("start", "wait"):
+        ops.append(DmaOp(action, rows_of(x), buf.result, s.result))
+    for action in ("start", "wait"):
+        ops.append(DmaOp(action, buf.result, rows_of(y), s.result))
+    when.body.block.add_ops(ops)
     loop.body.block.add_op(when)
     k.body.block.add_ops([buf, s, loop])
     return ModuleOp([k])

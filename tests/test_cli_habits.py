@@ -385,7 +385,7 @@ def test_list_passes_shows_each_option(capsys):
             "assign-adresses",
             "Unknown pass assign-adresses (did you mean assign-addresses?) (passes: "
             "verify, expand-pipelines, expand-pytree-copies, expand-windows, assign-addresses, "
-            "convert-copy-to-dma)",
+            "cse, convert-copy-to-dma)",
         ),
         (
             "expand-windows,assign-addresses{targt=small}",

@@ -399,6 +399,7 @@ def test_opt_lists_passes(capsys):
         "expand-pytree-copies",
         "expand-windows",
         "assign-addresses",
+        "cse",
         "convert-copy-to-dma",
     ]
     assert all(len(line.split(maxsplit=1)) == 2 for line in out)

@@ -1,5 +1,9 @@
-"""Review of shared inline views and DMA_LINE: inputs where the change is
-wrong. Each test is minimal and fails on the change as reviewed."""
+"""Review of inline views and DMA_LINE: inputs where a change was wrong.
+Each test is minimal and failed on the change as reviewed.
+
+The parser no longer shares views written twice (each writing is an op;
+the lowering's `cse` merges them): the round trips below stay true, as the
+printer names a view of several users and inlines one of a single user."""
 
 from __future__ import annotations
 
@@ -9,11 +13,11 @@ import copyir
 from copyir.errors import CopyIRError
 from copyir.testing import module_difference
 
-# -- the printer inlines views the parser then makes one (or two) of -------
+# -- the printer inlines a view exactly when the parser makes that view ------
 
 # Two distinct but equal views, each used by one DMA at that DMA's location:
-# what `expand-windows` writes, or any MLIR. Before the change they printed
-# inline and came back as two views; now the second's text finds the first.
+# what any MLIR may hold. Each prints inline and comes back as a view of
+# its own (while the parser shared views, the second's text found the first).
 TWO_EQUAL_VIEWS = """builtin.module {
   copy.kernel @k(%x: !copy.ref<64x16xf32, hbm> loc("a.cpy":1:10)) {
     %buf = copy.alloc : !copy.ref<2x8x16xf32, vmem> loc("a.cpy":2:3)
@@ -30,7 +34,7 @@ TWO_EQUAL_VIEWS = """builtin.module {
 } loc("a.cpy":1:1)
 """
 
-# A computation's destination view that the DMAs after it take too.
+# A computation's destination view that the DMAs after it take too: named.
 COMPUTE_THEN_DMA = """builtin.module {
   copy.kernel @k(%x: !copy.ref<64x16xf32, hbm> loc("a.cpy":1:10)) {
     %buf = copy.alloc : !copy.ref<2x8x16xf32, vmem> loc("a.cpy":2:3)
@@ -46,7 +50,7 @@ COMPUTE_THEN_DMA = """builtin.module {
 } loc("a.cpy":1:1)
 """
 
-# DMAs' view that a computation after them takes too.
+# DMAs' view that a computation after them takes too: named.
 DMA_THEN_COMPUTE = """builtin.module {
   copy.kernel @k(%x: !copy.ref<64x16xf32, hbm> loc("a.cpy":1:10)) {
     %buf = copy.alloc : !copy.ref<2x8x16xf32, vmem> loc("a.cpy":2:3)
@@ -84,7 +88,8 @@ def test_printed_views_parse_back_to_the_same_ops(mlir, debuginfo):
 
 def test_expand_windows_output_parses_back_to_as_many_ops():
     """The same through a pass: expand-windows makes each window copy's
-    views afresh, two equal `bx[0, :, :]` in one block."""
+    views afresh, two equal `bx[0, :, :]` in one block, each shared by its
+    start and wait."""
     from copyir.api import apply_passes, pipeline
 
     module = copyir.parse(

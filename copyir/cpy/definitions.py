@@ -100,7 +100,7 @@ class DefinitionBuilder(OptionReader):
         elif kind == "window":
             self.define(name, self.window(rhs))
         elif strip_parens(rhs).data == "operand":
-            value = self.operand(strip_parens(rhs), named=True)
+            value = self.operand(strip_parens(rhs))
             if value.name_hint is None:
                 self.define(name, value)
             else:  # another name for a named value: an alias, defined once too
@@ -122,13 +122,6 @@ class DefinitionBuilder(OptionReader):
         """A computation: the destination's views, then the inputs' views in
         the order the expression names them (`$k` is the k-th distinct
         input value)."""
-        self.sharing = False
-        try:
-            self.build_compute(target, rhs, augmented)
-        finally:
-            self.sharing = True
-
-    def build_compute(self, target: Tree, rhs: Tree, augmented: str | None) -> None:
         dst = self.operand(target)
         inputs = [dst] if augmented else []
 

@@ -44,15 +44,6 @@ Where = tuple[Token, list, int]
 class OperandBuilder(ScopedBuilder):
     """Operands, pytrees of operands, views and index values."""
 
-    def found(self, name: str, subscripts: str | None) -> SSAValue | None:
-        """The value of an operand that names a visible value with integer
-        subscripts written so before in this block (as `operand` finds it
-        by its text), or None."""
-        entry = self.names.get(name)
-        if entry is None or subscripts is None:
-            return None if entry is None else entry[0]
-        return self.made.get(self.text_key(entry[0], subscripts))
-
     def tree(self, tree: Tree, depth: int) -> object:
         """A pytree of operands as nested tuples, lists and dicts."""
         if depth > pytree.MAX_DEPTH:
@@ -76,27 +67,15 @@ class OperandBuilder(ScopedBuilder):
         items = [self.tree(child, depth + 1) for child in children]
         return items if kind == "list" else tuple(items)
 
-    def operand(self, tree: Tree, named: bool = False) -> SSAValue:
+    def operand(self, tree: Tree) -> SSAValue:
         """A name with subscripts: each `[...]` is a view (or a semaphore
-        index); `[...]` alone is the whole ref. A view written as an earlier
-        one of the same block was is that view (see `shared`), except the
-        last of an operand that a statement names: `v = x[0]` is v's own."""
+        index) of its own, as written; `[...]` alone is the whole ref."""
         name, *groups = children(tree)
         value = self.lookup(name)
         for k, group in enumerate(groups):
             if type(group) is Tree and group.data == "whole":
                 continue
-            own = named and k == len(groups) - 1
-            where = (name, groups, k)
-            if own or type(group) is not Token:
-                value = self.subscript(value, subscript_items(group), where, own)
-            else:  # integer subscripts: found again by their text, unread
-                value = self.shared(
-                    self.text_key(value, str(group)),
-                    lambda v=value, g=group, w=where: self.subscript(
-                        v, subscript_items(g), w
-                    ),
-                )
+            value = self.subscript(value, subscript_items(group), (name, groups, k))
         return value
 
     def written(self, where: Where) -> str:
@@ -111,9 +90,7 @@ class OperandBuilder(ScopedBuilder):
                 texts.append("[...]" if group.data == "whole" else self.source(group))
         return "".join(texts)
 
-    def subscript(
-        self, value: SSAValue, items: list, where: Where, named: bool = False
-    ) -> SSAValue:
+    def subscript(self, value: SSAValue, items: list, where: Where) -> SSAValue:
         dynamic: list[SSAValue] = []
         if isinstance(value.type, SemaphoreArrayType | SemaphoreType):
             indices = []
@@ -125,16 +102,12 @@ class OperandBuilder(ScopedBuilder):
                         + self.written(where),
                     )
                 indices.append(self.dynamic_part(parts[0], at, dynamic))
-            key = (self.block, SemIndexOp, value, *dynamic, *indices)
-            return self.shared(
-                None if named else key,
-                lambda: self.emit(
-                    SemIndexOp,
-                    [value, *dynamic],
-                    [sem_index_result_type(value.type, len(indices))],
-                    {"indices": i64_array(tuple(indices))},
-                ).results[0],
-            )
+            return self.emit(
+                SemIndexOp,
+                [value, *dynamic],
+                [sem_index_result_type(value.type, len(indices))],
+                {"indices": i64_array(tuple(indices))},
+            ).results[0]
         shape = value.type.get_shape() if isinstance(value.type, RefType) else ()
         subscripts = [
             self.view_subscript(
@@ -142,16 +115,12 @@ class OperandBuilder(ScopedBuilder):
             )
             for dim, item in enumerate(items)
         ]
-        key = (self.block, ViewOp, value, *dynamic, *subscripts)
-        return self.shared(
-            None if named else key,
-            lambda: self.emit(
-                ViewOp,
-                [value, *dynamic],
-                [view_result_type(value.type, subscripts)],
-                ViewOp.subscript_properties(subscripts),
-            ).results[0],
-        )
+        return self.emit(
+            ViewOp,
+            [value, *dynamic],
+            [view_result_type(value.type, subscripts)],
+            ViewOp.subscript_properties(subscripts),
+        ).results[0]
 
     def view_subscript(
         self, item, extent: int, where: Where, dynamic: list[SSAValue]
@@ -247,12 +216,9 @@ class OperandBuilder(ScopedBuilder):
     def index_of(self, expr: AffineExpr, dims: list[SSAValue]) -> SSAValue:
         if isinstance(expr, AffineDimExpr):
             return dims[expr.position]
-        return self.shared(
-            (self.block, IndexOp, expr, *dims),
-            lambda: self.emit(
-                IndexOp, dims, [INDEX], {"map": affine_map(expr, len(dims))}
-            ).results[0],
-        )
+        return self.emit(
+            IndexOp, dims, [INDEX], {"map": affine_map(expr, len(dims))}
+        ).results[0]
 
     def items_text(self, items: list) -> str:
         """Subscripts written back as the user wrote them, for messages."""

@@ -1,17 +1,15 @@
 """Print copy-dialect IR in the authoring syntax (`.cpy`).
 
 The printer writes what the parser reads back into the same ops. An
-unnamed view, semaphore index or index value (`copy.index`) right before
-its first user and at its user's location, whose every use is a statement
-of its block that writes it as text, is written inline at each use
-(`copy_start x[ds(8 * i, 8)] -> ...`) exactly when the parser would
-rebuild it in the same place from that text, and find it again at the
-later uses (the parser makes one op of an inline view written twice in a
-block); any other gets a statement of its own. Loops, `when` and pipeline
-bodies print as blocks, indented; a pipeline's header prints one spec per
-line. With `debuginfo`, every statement ends in `loc("file":line:col)` (a
-`for`, `when` or `pipeline` has it before its `{`) so that
-`parse(print(m))` keeps the locations too.
+unnamed view, semaphore index or index value (`copy.index`) that one
+statement of its block uses, right before it and at its location, is
+written inline in that statement (`copy_start x[ds(8 * i, 8)] -> ...`):
+the parser makes an op of each one the text writes. Any other gets a
+statement of its own. Loops, `when` and pipeline bodies print as blocks,
+indented; a pipeline's header prints one spec per line. With
+`debuginfo`, every statement ends in `loc("file":line:col)` (a `for`,
+`when` or `pipeline` has it before its `{`) so that `parse(print(m))`
+keeps the locations too.
 """
 
 from __future__ import annotations
@@ -184,90 +182,65 @@ class _KernelPrinter:
     # -- inline views and index values ------------------------------------
 
     def inline_ops(self, ops: Sequence[Operation]) -> set[Operation]:
-        """The ops that the parser would rebuild, in place, from inline text:
-        for each statement, the ops its operands' text makes, in the order
-        the parser makes them, right before it.
+        """The ops written inline: for each statement, the ops its operands'
+        text makes, in the order the parser makes them, right before it.
 
-        The parser finds again what an earlier statement of the block made
-        inline (`ScopedBuilder.shared`), by what it is (`_sharing_key`), except
-        in a computation, which makes each of its views afresh and keeps
-        none. So an op is written inline where the parser would make that
-        very op: not where it would find an equal one made before (a twin,
-        from MLIR or a pass), and not an op that a computation and another
-        statement both use.
+        The parser makes an op of every view, semaphore index and index
+        value the text writes, and finds none again; so an op is inline
+        where writing it as text makes that very op: unnamed, of an inline
+        kind, at its user's location, and written once by its one user (see
+        `written_once`). Any other is a statement of its own, named.
         """
         inline: set[Operation] = set()
-        written: dict[Operation, dict[SSAValue, int]] = {}
-        fits: dict[SSAValue, bool] = {}
-        made_before: dict[tuple, Operation] = {}  # what the parser would find
+        written: dict[Operation, dict[SSAValue, list[int]]] = {}
 
-        def as_text(user: Operation) -> dict[SSAValue, int]:
-            """How many times a statement writes each operand as text."""
+        def written_once(value: SSAValue, user: Operation) -> bool:
+            """Whether `user` writes `value` once as text, and all of the
+            value's uses are that writing's (`acc[0] += x` uses its view
+            twice)."""
             if user not in written:
-                counts: dict[SSAValue, int] = {}
-                for value, uses in self.text_operands(user):
-                    counts[value] = counts.get(value, 0) + uses
+                counts: dict[SSAValue, list[int]] = {}
+                for operand, uses in self.text_operands(user):
+                    counts.setdefault(operand, []).append(uses)
                 written[user] = counts
-            return written[user]
+            writings = written[user].get(value)
+            if writings is None or len(writings) != 1:
+                return False
+            count = 0
+            for use in value.uses:  # stops at the first other user
+                if use.operation is not user:
+                    return False
+                count += 1
+            return count == writings[0]
 
-        def shared_by_its_users(value: SSAValue) -> bool:
-            """Whether every use is a statement of the value's block that
-            writes it as text, none of them a computation (once per value:
-            a value of many uses is asked at each)."""
-            if value not in fits:
-                users: dict[Operation, int] = {}
-                for use in value.uses:
-                    users[use.operation] = users.get(use.operation, 0) + 1
-                block = value.owner.parent
-                fits[value] = all(
-                    u.parent is block
-                    and not isinstance(u, ComputeOp)
-                    and as_text(u).get(value) == n
-                    for u, n in users.items()
-                )
-            return fits[value]
-
-        def made(value: SSAValue, user: Operation, sharing: bool, now: dict) -> list:
-            """The ops the parser makes for `value`'s text in `user`; `now`
-            holds what this statement made so far, by key."""
+        def made(value: SSAValue, user: Operation) -> list[Operation]:
+            """The ops the parser makes for `value`'s text in `user`."""
             owner = value.owner
-            if not isinstance(owner, _INLINE) or owner in apart:
-                return []
-            key = _sharing_key(owner)
-            if sharing and (made_before.get(key) is owner or now.get(key) is owner):
-                return []  # found again
-            if not _inline_candidate(value, user):
-                return []
-            if sharing:
-                if key in made_before or key in now or not shared_by_its_users(value):
-                    return []
-            elif not all(use.operation is user for use in value.uses) or (
-                as_text(user).get(value) != value.uses.get_length()
+            if (
+                not isinstance(owner, Operation)
+                or owner in apart
+                or not _inline_candidate(value, user)
+                or not written_once(value, user)
             ):
-                return []  # a computation's own: all its uses are the user's
+                return []
             ops = []
             for inner in _inline_inputs(owner):
-                ops += made(inner, owner, sharing, now)
-            now[key] = owner
+                ops += made(inner, owner)
             return [*ops, owner]
 
         apart: set[Operation] = set()  # statements of their own
         position = {op: k for k, op in enumerate(ops)}
-        for i, op in enumerate(ops):
-            if _inline_candidate_kind(op):
-                continue  # written by the statement that uses it, or named
-            sharing = not isinstance(op, ComputeOp)
+
+        def place(i: int, op: Operation) -> None:
+            """Mark inline the ops a statement's text makes right before it."""
             while True:
-                now: dict[tuple, Operation] = {}
                 expected = [
-                    o for value in as_text(op) for o in made(value, op, sharing, now)
+                    o for value, _ in self.text_operands(op) for o in made(value, op)
                 ]
                 before = ops[max(i - len(expected), 0) : i]
                 if expected and list(before) == expected:
                     inline.update(expected)
-                    if sharing:
-                        made_before.update(now)
-                    break
+                    return
                 # An op made earlier than the parser would make it (such as
                 # a slot computed before the block indices) is a statement
                 # of its own; the rest may still be inline.
@@ -277,8 +250,17 @@ class _KernelPrinter:
                         early.add(o)
                     last = max(last, position[o])
                 if not early:
-                    break
-                apart |= early
+                    return
+                apart.update(early)
+
+        for i, op in enumerate(ops):
+            if not _inline_candidate_kind(op):
+                place(i, op)
+        # Then the views and index values that are statements of their own
+        # (`v4 = x[ds(8 * i, 8)]`, a view of several users).
+        for i, op in enumerate(ops):
+            if _inline_candidate_kind(op) and op not in inline:
+                place(i, op)
         return inline
 
     def text_operands(self, op: Operation) -> list[tuple[SSAValue, int]]:
@@ -574,12 +556,6 @@ def _inline_candidate(value: SSAValue, user: Operation) -> bool:
             or isinstance(affine_map.results[0], AffineConstantExpr | AffineDimExpr)
         )
     return True
-
-
-def _sharing_key(op: Operation) -> tuple:
-    """What the parser finds an inline op again by: its kind, operands and
-    properties (`ScopedBuilder.shared` keys it by the same, as it reads them)."""
-    return (type(op), *op.operands, *op.properties.values())
 
 
 def _inline_candidate_kind(op: Operation) -> bool:

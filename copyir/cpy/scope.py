@@ -4,7 +4,7 @@ the names visible in it (scoped as SSA values are), locations and messages."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -55,10 +55,6 @@ class ScopedBuilder:
         self.gone: dict[str, Note] = {}
         self.block: Block | None = None
         self.location: LocationAttr | None = None
-        # Inline views, semaphore indices and index values already made in
-        # a block, by what they are: written again, they are the same value.
-        self.made: dict[tuple, SSAValue] = {}
-        self.sharing = True
 
     def loc(self, item: Tree | Token) -> Loc | None:
         token = first_token(item)
@@ -162,25 +158,6 @@ class ScopedBuilder:
         assert self.block is not None  # inside a kernel
         self.block.add_op(op)
         return op
-
-    def shared(self, key: tuple | None, make: Callable[[], SSAValue]) -> SSAValue:
-        """An inline view, semaphore index or index value: the one written
-        the same way (`key`) earlier in this block, or a new one, so that a
-        `copy_wait` takes its `copy_start`'s views rather than copies (as
-        MLIR's CSE would leave them: most ops of a large generated program
-        are views). A None key, or a computation (which names each of its
-        views as one input), always makes a new one."""
-        if key is None or not self.sharing:
-            return make()
-        value = self.made.get(key)
-        if value is None:
-            value = self.made[key] = make()
-        return value
-
-    def text_key(self, value: SSAValue, subscripts: str) -> tuple:
-        """Integer subscripts of a value are found again by their text
-        before they are read (`operand`, `found`)."""
-        return (self.block, value, subscripts)
 
     def define(self, token: Token, value: SSAValue) -> None:
         self.define_alias(token, value)

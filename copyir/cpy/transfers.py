@@ -51,12 +51,6 @@ class TransferBuilder(OptionReader):
         (line,) = children(tree)
         match = _DMA_LINE.match(line)
         assert match is not None  # the grammar's DMA_LINE is this pattern
-        found = [self.found(match.group(k), match.group(k + 1)) for k in (2, 4, 6)]
-        if None not in found:  # all written before: nothing to make or locate
-            action = "start" if match.group(1) == "copy_start" else "wait"
-            operands = cast(list[SSAValue], found)
-            self.emit(DmaOp, operands, (), DmaOp.option_properties(action, False, 0))
-            return
         kind = Tree("dma_kind", [_part(line, match, 1, "DMA_KIND")])
         operands = [
             Tree(

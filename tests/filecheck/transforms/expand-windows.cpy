@@ -10,9 +10,11 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   bx = buffered_ref x, block=(128, 128), buffers=2
   # The semaphore is made at the kernel's top level (once, even in a loop).
   # CHECK-NEXT: [[S:v[0-9]+]] = semaphore  # block (7, 2) slot 1
-  # The start and the wait share their views, written inline at each.
-  # CHECK-NEXT: copy_start x[896:1000, 256:384] -> bx[1, 0:104, :], [[S]]  # block (7, 2) slot 1
-  # CHECK-NEXT: copy_wait x[896:1000, 256:384] -> bx[1, 0:104, :], [[S]]  # block (7, 2) slot 1
+  # The start and the wait share their views, each a statement of its own.
+  # CHECK-NEXT: [[X:v[0-9]+]] = x[896:1000, 256:384]  # block (7, 2) slot 1
+  # CHECK-NEXT: [[W:v[0-9]+]] = bx[1, 0:104, :]  # block (7, 2) slot 1
+  # CHECK-NEXT: copy_start [[X]] -> [[W]], [[S]]  # block (7, 2) slot 1
+  # CHECK-NEXT: copy_wait [[X]] -> [[W]], [[S]]  # block (7, 2) slot 1
   # The rest of the slot is padding a body may read: poison (NaN) is
   # written there, as Pallas' interpret mode pads with NaN.
   # CHECK-NEXT: bx[1, 104:128, :] = nan  # block (7, 2) slot 1
@@ -20,17 +22,22 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   # Copy-out reverses the DMA.
   # CHECK-NEXT: [[T:v[0-9]+]] = semaphore  # block (0, 0) slot 0
   # CHECK-NEXT: [[B:v[0-9]+]] = y[0:128, 0:128]  # block (0, 0) slot 0
-  # CHECK-NEXT: copy_start bx[0, :, :] -> [[B]], [[T]]  # block (0, 0) slot 0
+  # CHECK-NEXT: [[A:v[0-9]+]] = bx[0, :, :]  # block (0, 0) slot 0
+  # CHECK-NEXT: copy_start [[A]] -> [[B]], [[T]]  # block (0, 0) slot 0
   buffered_copy bx[0, 0] -> y
 
   # Squeezed (None) rows and Element columns: row 3, elements 50:98.
   # CHECK: rows = alloc f32[1, 48] @vmem
   rows = buffered_ref x, block=(None, Element(48)), buffers=1
   # CHECK-NEXT: [[RS:v[0-9]+]] = semaphore  # block (3, 50) slot 0
-  # CHECK-NEXT: copy_start x[3, 50:98] -> rows[0, :], [[RS]]  # block (3, 50) slot 0
+  # CHECK-NEXT: [[RX:v[0-9]+]] = x[3, 50:98]  # block (3, 50) slot 0
+  # CHECK-NEXT: [[RW:v[0-9]+]] = rows[0, :]  # block (3, 50) slot 0
+  # CHECK-NEXT: copy_start [[RX]] -> [[RW]], [[RS]]  # block (3, 50) slot 0
   buffered_copy x -> rows[3, 50]
   # Element offsets near the end copy what is left: 360:384, window [0, 0:24].
-  # CHECK: copy_start x[7, 360:384] -> rows[0, 0:24], {{v[0-9]+}}  # block (7, 360) slot 0
+  # CHECK: = x[7, 360:384]  # block (7, 360) slot 0
+  # CHECK-NEXT: = rows[0, 0:24]  # block (7, 360) slot 0
+  # CHECK-NEXT: copy_start {{v[0-9]+}} -> {{v[0-9]+}}, {{v[0-9]+}}  # block (7, 360) slot 0
   # CHECK: rows[0, 24:48] = nan  # block (7, 360) slot 0
   buffered_copy x -> rows[7, 360]
 
@@ -38,6 +45,8 @@ kernel windows(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm, v: i32[100] @hbm)
   # CHECK: whole = alloc i32[1, 100] @vmem
   whole = buffered_ref v, block=(100,), buffers=1
   # CHECK-NEXT: = semaphore  # block (0,) slot 0
-  # CHECK-NEXT: copy_start v[:] -> whole[0, :], {{v[0-9]+}}  # block (0,) slot 0
+  # CHECK-NEXT: = v[:]  # block (0,) slot 0
+  # CHECK-NEXT: = whole[0, :]  # block (0,) slot 0
+  # CHECK-NEXT: copy_start {{v[0-9]+}} -> {{v[0-9]+}}, {{v[0-9]+}}  # block (0,) slot 0
   buffered_copy v -> whole
 }
