@@ -41,7 +41,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     IndexType,
     ModuleOp,
-    StringAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -61,6 +60,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from copyir.compute import Literal
 from copyir.dialects.copy import (
     DYNAMIC,
     ELEMENT,
@@ -310,14 +310,9 @@ class ExpandBufferedCopy(_WindowPattern):
                 else:
                     window.append((0, whole, False))
             slab = _view(self.windows[op.bref], window, location)
-            ops += [
-                slab,
-                ComputeOp.create(
-                    operands=[slab.results[0]],
-                    properties={"expression": StringAttr(literal)},
-                    location=location,
-                ),
-            ]
+            padding = ComputeOp(slab.results[0], Literal(literal), [])
+            padding.location = location
+            ops += [slab, padding]
         return ops
 
 

@@ -298,7 +298,7 @@ class _KernelPrinter:
         """A computation's destination, then each input whose `$k` the
         expression names once (a view named twice would be two views)."""
         try:
-            expression = op.parsed()
+            expression = op.expression()
         except ValueError:
             return []
         inputs = list(op.inputs)
@@ -526,7 +526,7 @@ class _KernelPrinter:
         """`yw[...] = 2.0 * xw + 1.0`, `acc += xw`: `[...]` marks a whole
         ref as the destination (`acc = ...` would define a name)."""
         try:
-            expression = op.parsed()
+            expression = op.expression()
         except ValueError as err:
             return f"# a computation the authoring syntax cannot write: {err}"
         names = [self.operand(v) for v in op.inputs]

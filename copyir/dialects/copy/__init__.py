@@ -29,7 +29,7 @@ from .base import (
     expect_semaphore,
     set_name,
 )
-from .compute import ComputeOp
+from .compute import ComputeOp, body_of, element_type
 from .control import (
     ARBITRARY,
     PARALLEL,
@@ -187,11 +187,13 @@ __all__ = [
     "_check_subscript",
     "_print_tree_side",
     "action_attr",
+    "body_of",
     "check_action",
     "check_block_indices",
     "default_index_name",
     "describe",
     "describe_type",
+    "element_type",
     "expect_ref",
     "expect_semaphore",
     "kernel_level",
