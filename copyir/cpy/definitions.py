@@ -149,7 +149,7 @@ class DefinitionBuilder(OptionReader):
         expression = computation(self, rhs, input_number)
         if augmented:
             expression = Apply(augmented, (Operand(0), expression))
-        body = body_of(expression, element_type(dst), len(inputs))
+        body = body_of(expression, element_type(dst), len(inputs), self.location)
         self.emit(ComputeOp, [dst, *inputs], regions=[body])
 
     def window(self, tree: Tree) -> SSAValue:

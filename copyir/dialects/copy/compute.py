@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import NoneType
+from xdsl.dialects.builtin import LocationAttr, NoneType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -207,9 +207,15 @@ def element_type(dst: SSAValue) -> Attribute:
     return dst.type.element_type if isinstance(dst.type, RefType) else NoneType()
 
 
-def body_of(expression: Expression, element: Attribute, inputs: int) -> Region:
+def body_of(
+    expression: Expression,
+    element: Attribute,
+    inputs: int,
+    location: LocationAttr | None = None,
+) -> Region:
     """The region of an expression tree: its operands the block's
-    arguments, one op per operation and literal, arguments first."""
+    arguments, one op per operation and literal, arguments first; every op
+    at `location` (the statement's) when given."""
     block = Block(arg_types=[element] * inputs)
 
     def value(node: Expression) -> SSAValue:
@@ -223,6 +229,9 @@ def body_of(expression: Expression, element: Attribute, inputs: int) -> Region:
         return op.result
 
     block.add_op(YieldOp(value(expression)))
+    if location is not None:
+        for op in block.ops:
+            op.location = location
     return Region(block)
 
 
