@@ -258,6 +258,10 @@ COMPUTE_REGION_OP = (
     "A computation's region holds scalar operations and ends with one "
     "scalar.yield, not {op}"
 )
+COMPUTE_REGION_OUTSIDE = (
+    "A computation's region takes its inputs as arguments; {name} is defined "
+    "outside it"
+)
 COMPUTE_TOO_LARGE = (
     "Computation too large: {count} operations once its shared values are "
     "written out, more than {limit}"

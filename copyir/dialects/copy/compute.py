@@ -149,7 +149,9 @@ class ComputeOp(CopyOp):
         ops = list(block.ops)
         if not ops or not isinstance(ops[-1], YieldOp):
             raise CopyIRError(
-                errors.COMPUTE_REGION_OP.format(op=ops[-1].name if ops else "nothing")
+                errors.COMPUTE_REGION_OP.format(
+                    op=ops[-1].name if ops else "an empty block"
+                )
             )
         defined = set(block.args)
         values = [*block.args]
@@ -157,10 +159,15 @@ class ComputeOp(CopyOp):
             if not isinstance(op, ScalarOp) and op is not ops[-1]:
                 raise CopyIRError(errors.COMPUTE_REGION_OP.format(op=op.name))
             for operand in op.operands:
-                if operand not in defined:
+                if operand in defined:
+                    continue
+                if _defining_block(operand) is not block:
                     raise CopyIRError(
-                        errors.USED_BEFORE_DEFINED.format(name=describe(operand))
+                        errors.COMPUTE_REGION_OUTSIDE.format(name=describe(operand))
                     )
+                raise CopyIRError(
+                    errors.USED_BEFORE_DEFINED.format(name=describe(operand))
+                )
             defined.update(op.results)
             values.extend(op.results)
         for value in values:
@@ -233,6 +240,11 @@ def body_of(
         for op in block.ops:
             op.location = location
     return Region(block)
+
+
+def _defining_block(value: SSAValue) -> Block | None:
+    owner = value.owner
+    return owner if isinstance(owner, Block) else owner.parent_block()
 
 
 def _check_size(ops: Sequence[Operation]) -> None:
