@@ -151,9 +151,10 @@ def test_an_output_block_that_stays_put_accumulates_in_vmem():
 
 
 def test_a_body_that_reads_its_output_before_writing_it_is_reported():
-    program = ROWSUM.replace('"$0" (%xw)', '"(add $0 $1)" (%yw, %xw)').replace(
-        f"{vmem((8, 128))}, {vmem((8, 128))}\n    }}\n    copy.when",
-        f"{vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}\n    }}\n    copy.when",
+    window = vmem((8, 128))
+    program = ROWSUM.replace(
+        f"copy.compute %yw (%xw) : {window}, {window} {COPY}",
+        f"copy.compute %yw (%yw, %xw) : {window}, {window}, {window} {SUM}",
         1,
     )
     with pytest.raises(CopyIRError) as err:
