@@ -259,8 +259,7 @@ COMPUTE_REGION_OP = (
     "scalar.yield, not {op}"
 )
 COMPUTE_REGION_OUTSIDE = (
-    "A computation's region takes its inputs as arguments; {name} is defined "
-    "outside it"
+    "A computation's region takes its inputs as arguments; {name} is defined outside it"
 )
 COMPUTE_TOO_LARGE = (
     "Computation too large: {count} operations once its shared values are "
