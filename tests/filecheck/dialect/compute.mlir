@@ -1,6 +1,7 @@
 // RUN: copyir verify --emit mlir --no-debuginfo %s | filecheck %s
 // RUN: copyir verify --emit mlir %s | copyir verify --input-format mlir --emit mlir --no-debuginfo - | filecheck %s
 // RUN: copyir verify --emit cpy %s | filecheck %s --check-prefix=CPY
+// RUN: xdsl-opt %s | filecheck %s
 
 // A computation is a region of scalar ops, one per operation: a block
 // argument per input (an element of the destination's dtype), a yield of
