@@ -23,6 +23,7 @@ prefix form (`copyir.compute`) names the same operations by their word,
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import numpy as np
@@ -77,8 +78,13 @@ class ScalarOp(IRDLOperation):
         """Raise the documented error where the operation is not defined on
         `dtype`; most are defined on all."""
 
-    def verify_(self) -> None:
+    def check(self) -> None:
+        """The op's dtype rule (IRDL's checks of its shape aside, as
+        `copy.compute` runs them once per shape)."""
         self.check_dtype(dtype_of(self.result.type))
+
+    def verify_(self) -> None:
+        self.check()
 
 
 class UnaryOp(ScalarOp):
@@ -199,9 +205,11 @@ class ConstantOp(ScalarOp):
         )
 
     @staticmethod
+    @functools.lru_cache(maxsize=1024)
     def check_literal(text: str, dtype: DType) -> None:
         """Raise the documented error where the literal cannot be of
-        `dtype`: a float literal for integers, a value out of range."""
+        `dtype`: a float literal for integers, a value out of range
+        (remembered: programs repeat their literals)."""
         if is_float_literal(text) and not floating(dtype):
             raise CopyIRError(
                 errors.COMPUTE_FLOAT_LITERAL.format(literal=text, dtype=dtype.name)
@@ -213,7 +221,7 @@ class ConstantOp(ScalarOp):
                 errors.COMPUTE_LITERAL_RANGE.format(literal=text, dtype=dtype.name)
             ) from None
 
-    def verify_(self) -> None:
+    def check(self) -> None:
         self.check_literal(self.literal.data, dtype_of(self.result.type))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import LocationAttr, NoneType
+from xdsl.dialects.builtin import LocationAttr, NoneType, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -30,6 +30,7 @@ from .base import (
     expect_ref,
     print_attributes_and_types,
 )
+from .generic import verify_generic
 from .types import RefType
 
 MAX_OPERATIONS = 1 << 20
@@ -179,7 +180,9 @@ class ComputeOp(CopyOp):
                 )
         _check_size(ops)
         for op in _outermost_first(ops):
-            op.verify()
+            verify_generic(op)
+            if isinstance(op, ScalarOp):
+                op.check()
 
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
@@ -222,20 +225,25 @@ def body_of(
 ) -> Region:
     """The region of an expression tree: its operands the block's
     arguments, one op per operation and literal, arguments first; every op
-    at `location` (the statement's) when given."""
+    at `location` (the statement's) when given. Made with `create`, as the
+    parsers make ops: the verifier checks them."""
     block = Block(arg_types=[element] * inputs)
 
     def value(node: Expression) -> SSAValue:
         if isinstance(node, Operand):
             return block.args[node.index]
         if isinstance(node, Literal):
-            op = ConstantOp(node.text, element)
+            literal = {"literal": StringAttr(node.text)}
+            op = ConstantOp.create(properties=literal, result_types=[element])
         else:
-            op = OPERATIONS[node.operation](*(value(a) for a in node.args))
+            operands = [value(a) for a in node.args]
+            op = OPERATIONS[node.operation].create(
+                operands=operands, result_types=[element]
+            )
         block.add_op(op)
-        return op.result
+        return op.results[0]
 
-    block.add_op(YieldOp(value(expression)))
+    block.add_op(YieldOp.create(operands=[value(expression)]))
     if location is not None:
         for op in block.ops:
             op.location = location
