@@ -46,7 +46,7 @@ from copyir import errors
 from copyir.dtypes import BY_IR, DType
 from copyir.errors import CopyIRError
 
-ELEMENT = base(IntegerType) | AnyFloatConstr
+ELEMENT_TYPE = base(IntegerType) | AnyFloatConstr
 """An integer or a float; `dtype_of` says which are copyir's dtypes."""
 
 
@@ -65,7 +65,7 @@ def dtype_of(type: Attribute) -> DType:
 class ScalarOp(IRDLOperation):
     """An operation of a computation, evaluated in its result's dtype."""
 
-    result = result_def(ELEMENT)
+    result = result_def(ELEMENT_TYPE)
 
     @classmethod
     def word(cls) -> str:
@@ -88,7 +88,9 @@ class ScalarOp(IRDLOperation):
 
 
 class UnaryOp(ScalarOp):
-    T: ClassVar = VarConstraint("T", ELEMENT)
+    """`%r = scalar.neg %a : f32`: operand and result of one dtype."""
+
+    T: ClassVar = VarConstraint("T", ELEMENT_TYPE)
 
     operand = operand_def(T)
     result = result_def(T)
@@ -102,7 +104,9 @@ class UnaryOp(ScalarOp):
 
 
 class BinaryOp(ScalarOp):
-    T: ClassVar = VarConstraint("T", ELEMENT)
+    """`%r = scalar.add %a, %b : f32`: operands and result of one dtype."""
+
+    T: ClassVar = VarConstraint("T", ELEMENT_TYPE)
 
     lhs = operand_def(T)
     rhs = operand_def(T)
@@ -231,7 +235,7 @@ class YieldOp(IRDLOperation):
 
     name = "scalar.yield"
 
-    value = operand_def(ELEMENT)
+    value = operand_def(ELEMENT_TYPE)
 
     traits = traits_def(IsTerminator(), Pure())
 
