@@ -138,6 +138,7 @@ class _KernelPrinter:
         taken = {
             v.name_hint
             for op in kernel.walk()
+            if not op.name.startswith("scalar.")  # a computation's region
             for v in [*op.results, *_block_args(op)]
             if v.name_hint
         }
@@ -165,6 +166,8 @@ class _KernelPrinter:
             for arg in block.args:
                 name(arg, visible, word_ok=params)
             for op in block.ops:
+                if isinstance(op, ComputeOp):  # its region is an expression
+                    continue
                 for region in op.regions:
                     for inner in region.blocks:
                         walk(inner, set(visible))
@@ -639,6 +642,8 @@ def _operand_counts(expression) -> dict[int, int]:
 
 
 def _block_args(op: Operation) -> list[SSAValue]:
+    if isinstance(op, ComputeOp):  # its region's values have no names here
+        return []
     return [
         arg for region in op.regions for block in region.blocks for arg in block.args
     ]

@@ -50,3 +50,20 @@ copy.kernel @every_operation(%x : !copy.ref<8xf32, hbm>, %y : !copy.ref<8xf32, h
   }) : (!copy.ref<8xf32, vmem>) -> ()
   copy.sync_copy %b -> %y : (!copy.ref<8xf32, vmem>) -> (!copy.ref<8xf32, hbm>)
 }
+
+// A region's values take no names in the authoring syntax: the value after
+// it is the first made-up name.
+// CHECK-LABEL: copy.kernel @names(
+// CPY-LABEL: kernel names(
+copy.kernel @names(%x : !copy.ref<8xf32, hbm>) {
+  %a = copy.alloc : !copy.ref<8xf32, vmem>
+  // CPY-NEXT: a = alloc f32[8] @vmem
+  // CPY-NEXT: a[...] = 1.0
+  // CPY-NEXT: v0 = alloc f32[8] @vmem
+  copy.compute %a () : !copy.ref<8xf32, vmem> {
+    %v0 = scalar.constant "1.0" : f32
+    scalar.yield %v0 : f32
+  }
+  %0 = copy.alloc : !copy.ref<8xf32, vmem>
+  copy.sync_copy %a -> %0 : (!copy.ref<8xf32, vmem>) -> (!copy.ref<8xf32, vmem>)
+}
