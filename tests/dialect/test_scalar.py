@@ -188,3 +188,21 @@ def test_a_rule_broken_inside_the_region_is_reported_at_the_computation():
         copyir.verify(module)
     message = errors.COMPUTE_LITERAL_RANGE.format(literal="1e40", dtype="f32")
     assert str(caught.value) == message
+
+
+def test_an_input_named_only_inside_the_region_is_a_parse_error():
+    """The region's names end with it: an input that only a loop inside the
+    region defines is undefined (found by the mutation fuzzer, where the
+    op kept the parser's placeholder and the verifier failed on it)."""
+    text = """copy.kernel @k(%x : !copy.ref<8xf32, hbm>) {
+  copy.compute %xw (%xw) : !copy.ref<8xf32, vmem>, !copy.ref<8xf32, vmem> {
+  ^bb0(%p: f32):
+    copy.for %i in range(0, 2) {
+      %xw = copy.alloc : !copy.ref<8xf32, vmem>
+    }
+    scalar.yield %p : f32
+  }
+}
+"""
+    with pytest.raises(CopyIRError, match=r"values used but not defined: \[%xw\]"):
+        copyir.verify(copyir.parse(text, "k.mlir"))

@@ -16,7 +16,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, MemoryReadEffect, MemoryWriteEffect
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from copyir import errors
 from copyir.compute import Apply, Expression, Literal, Operand
@@ -62,7 +62,7 @@ class ComputeOp(CopyOp):
     inputs = var_operand_def(RefType)
     body = region_def("single_block")
 
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect(), IsolatedFromAbove())
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
     def __init__(
         self, dst: SSAValue, body: Region | Expression, inputs: Sequence[SSAValue]
@@ -196,8 +196,10 @@ class ComputeOp(CopyOp):
         types = parser.parse_comma_separated_list(
             parser.Delimiter.NONE, parser.parse_type
         )
-        operands = parser.resolve_operands([dst, *inputs], types, pos)
         body = parser.parse_region()
+        # Resolved once the region is parsed: a forward reference resolved
+        # inside it would leave this op holding the placeholder.
+        operands = parser.resolve_operands([dst, *inputs], types, pos)
         return cls.create(operands=operands, attributes=attributes, regions=[body])
 
     def print(self, printer: Printer) -> None:
