@@ -17,6 +17,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
+from xdsl.utils.exceptions import VerifyException
 
 from copyir import errors
 from copyir.compute import Apply, Expression, Literal, Operand
@@ -179,10 +180,11 @@ class ComputeOp(CopyOp):
                     )
                 )
         _check_size(ops)
-        for op in _outermost_first(ops):
-            verify_generic(op)
-            if isinstance(op, ScalarOp):
-                op.check()
+        try:
+            _verify_each(ops)
+        except (CopyIRError, VerifyException):
+            _verify_each(_outermost_first(ops))  # the error a reader meets first
+            raise
 
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
@@ -250,6 +252,14 @@ def body_of(
         for op in block.ops:
             op.location = location
     return Region(block)
+
+
+def _verify_each(ops: Sequence[Operation]) -> None:
+    """IRDL's checks of each op's shape, then its dtype rule."""
+    for op in ops:
+        verify_generic(op)
+        if isinstance(op, ScalarOp):
+            op.check()
 
 
 def _defining_block(value: SSAValue) -> Block | None:
