@@ -188,7 +188,9 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
     (written) and the invalidations' boxes (made unwritten), all instant."""
     src, dst = validated.src, validated.dst
     count = len(src.events)
-    pieces = [(operand, slice(None), False, False) for operand in validated.operands]
+    pieces: list[tuple[ResolvedEnds, slice | np.ndarray, bool, bool]] = [
+        (operand, slice(None), False, False) for operand in validated.operands
+    ]
     for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
         pieces.append((dst, np.flatnonzero(op[dst.events] == kind), True, invalidate))
     sizes = [len(access.events[at]) for access, at, _, _ in pieces]
@@ -215,6 +217,7 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
         # An instruction's kind of end, told apart from the other end of
         # its row (the same code, other strides), and its buffer.
         kind = access.kind[at] * 2 + own_destination
+        assert ends.shape_kind is not None  # made above
         ends.shape_kind[rows] = kind * buffers + access.buffer[at]
 
     put(slice(0, 2 * count, 2), src, slice(None))
@@ -633,7 +636,7 @@ class Executable:
             else:
                 np.copyto(views[i], array)
         self._memory = [
-            memoryview(flats[i].view(np.uint8)) if i in flats else None
+            flats[i].view(np.uint8).data if i in flats else None
             for i in range(len(self.stream.buffers))
         ]
         self._views = views

@@ -26,6 +26,7 @@ over the accesses plus the candidate pairs, and `Stats` counts both.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -214,7 +215,7 @@ def _sorted(keys: np.ndarray, write: np.ndarray) -> _Sorted:
 
 
 def _searched(
-    write_partner_keys, write_keys, key, write, order, side: str
+    write_partner_keys, write_keys, key, write, order, side: Literal["left", "right"]
 ) -> np.ndarray:
     """Each access's position of `key` among a write anchor's partners
     (for a write) or among the writes (for a read): one search per access,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 import numpy as np
@@ -156,7 +157,7 @@ def decide(
     starts = np.flatnonzero(events.kind == START)
     sems = _semaphores(events, starts)
     finish = sems.finish
-    problems: list[tuple[int, int, object]] = []
+    problems: list[tuple[int, int, Callable[[], CopyIRError]]] = []
     if sems.unsatisfiable is not None:
         problems.append((sems.unsatisfiable, 0, lambda: _unsatisfiable(sems, namer)))
     dma = np.minimum(np.searchsorted(starts, ends.event), max(len(starts) - 1, 0))
@@ -256,6 +257,7 @@ def _semaphores(events: Events, starts: np.ndarray) -> _Semaphores:
 
 def _unsatisfiable(sems: _Semaphores, namer: Namer) -> CopyIRError:
     events, at = sems.events, sems.unsatisfiable
+    assert events is not None and at is not None  # both set for such a wait
     before = np.arange(events.count) < at
     pending = {}
     for kind, sign in ((START, 1), (WAIT, -1)):
@@ -392,7 +394,9 @@ def _first_unwritten(ends: BoxAccesses, memory: Memory) -> tuple[int, int] | Non
     return None if best is None else (best[1], best[2])
 
 
-def _by_replay(ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid):
+def _by_replay(
+    ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid
+) -> Unwritten | None:
     """`_replay_buffer`, spared the reads of exactly the box an earlier
     write wrote when nothing in the buffer is invalidated (those stay
     covered): (event, row, first unwritten element), or None."""
@@ -421,11 +425,20 @@ def _box_keys(ends: BoxAccesses, rows: np.ndarray) -> np.ndarray:
     return coverage.box_keys(ends.buffer[rows], ends.lo[rows], ends.hi[rows])
 
 
-_MIXED = object()
+class _Mixed(Enum):
+    MIXED = "mixed"
+
+
+_MIXED = _Mixed.MIXED
 """`_by_boxes`' answer for a buffer whose boxes partly overlap."""
 
+Unwritten = tuple[int, int, int]
+"""(event, row, first unwritten element) of a read of unwritten memory."""
 
-def _by_boxes(ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid):
+
+def _by_boxes(
+    ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid
+) -> Unwritten | _Mixed | None:
     """The replay's answer for one buffer, without replaying, when its
     distinct boxes are pairwise identical or disjoint (window slots,
     blocks): then each box lives on its own, and a read of it is covered

@@ -34,7 +34,7 @@ import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self, cast
 
 import numpy as np
 from xdsl.interpreter import (
@@ -381,7 +381,8 @@ class CopyReference(InterpreterFunctions):
     @impl(WindowOp)
     def run_window(self, interpreter: Interpreter, op: WindowOp, args: PythonValues):
         slot, buffers = self.plan(
-            op, lambda: (op.slot_value, op.bref.type.buffers.data)
+            op,
+            lambda: (op.slot_value, cast(BufferedRefType, op.bref.type).buffers.data),
         )
         if not isinstance(slot, int):
             slot = args[1]
@@ -495,7 +496,7 @@ def block_error(
 def _view_plan(op: ViewOp) -> tuple[tuple, list[tuple[int, int, bool, int]]]:
     """A view's numpy index with its static subscripts in place, and each
     dynamic one as (dimension, size, dropped, the source's extent there)."""
-    shape = op.source.type.get_shape()
+    shape = cast(RefType, op.source.type).get_shape()
     static: list[Any] = []
     dynamic = []
     for dim, (offset, size, dropped) in enumerate(op.subscripts()):
@@ -531,7 +532,7 @@ class _WindowPlan:
 
     @classmethod
     def of(cls, op: BufferedCopyOp) -> _WindowPlan:
-        type: BufferedRefType = op.bref.type
+        type = cast(BufferedRefType, op.bref.type)
         attr = op.dst_indices if op.copy_in else op.src_indices
         shape = type.get_shape()
         slot = op.slot_value
@@ -561,7 +562,7 @@ class _PipelineSpec:
     window: RefType
 
     @classmethod
-    def of(cls, op: PipelineOp) -> list[_PipelineSpec]:
+    def of(cls, op: PipelineOp) -> list[Self]:
         return [
             cls(
                 name=describe(ref),
@@ -569,7 +570,7 @@ class _PipelineSpec:
                 blocks=tuple((b.kind.data, b.size.data) for b in bref.block_dims),
                 shape=bref.get_shape(),
                 index_map=index_map.data,
-                window=window.type,
+                window=cast(RefType, window.type),
             )
             for (ref, output, bref, index_map), window in zip(
                 op.specs(), op.windows, strict=True
@@ -586,10 +587,11 @@ def run_reference(
     """
     params = []
     for arg, name in zip(kernel.params, kernel.param_names, strict=True):
+        type = cast(RefType, arg.type)  # verified: the parameters are refs
         if name in inputs:
-            params.append(np.array(inputs[name], dtype=arg.type.dtype.numpy, copy=True))
+            params.append(np.array(inputs[name], dtype=type.dtype.numpy, copy=True))
         else:
-            params.append(poisoned(arg.type))
+            params.append(poisoned(type))
     interpreter = Interpreter(_module_of(kernel))
     functions = CopyReference()
     interpreter.register_implementations(functions)

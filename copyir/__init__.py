@@ -7,7 +7,24 @@ pulls in no pass or backend.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from copyir.errors import CopyIRError, CopyIRWarning, InvocationError, Loc
+
+if TYPE_CHECKING:  # what `__getattr__` loads, as a type checker sees it
+    from copyir.api import (
+        check_protocol,
+        dma_text,
+        kernels,
+        lower,
+        parse,
+        run,
+        select_kernel,
+        to_stream,
+        to_text,
+        verify,
+    )
+    from copyir.files import load_outputs
 
 __version__ = "0.1.0"
 
@@ -32,7 +49,17 @@ __all__ = [
     "InvocationError",
     "Loc",
     "__version__",
-    *_API,
+    "check_protocol",
+    "dma_text",
+    "kernels",
+    "load_outputs",
+    "lower",
+    "parse",
+    "run",
+    "select_kernel",
+    "to_stream",
+    "to_text",
+    "verify",
 ]
 
 

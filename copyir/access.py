@@ -31,7 +31,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import ShapedType
 from xdsl.ir import Block, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 
@@ -43,9 +42,9 @@ from copyir.dialects.copy import (
     SemaphoreArrayType,
     SemaphoreType,
     SemIndexOp,
-    Subscript,
     ViewOp,
 )
+from copyir.index import row_major_strides
 
 Bound = int | AffineExpr
 """A bound of an access's box: an integer, or an expression of loop indices."""
@@ -80,7 +79,7 @@ class Access:
             root,
             0,
             tuple(shape),
-            tuple(ShapedType.strides_for_shape(shape)),
+            row_major_strides(shape),
             tuple((0, extent) for extent in shape),
             tuple(range(len(shape))),
         )
@@ -91,7 +90,7 @@ class Access:
             isinstance(lo, int) for lo, _ in self.box
         )
 
-    def view(self, subscripts: Sequence[Subscript]) -> Access:
+    def view(self, subscripts: Sequence[tuple[Bound, int, bool]]) -> Access:
         """The access of a view of this ref; dimensions after the subscripts
         are kept whole. A subscript's start may be an affine expression of
         loop indices. A subscript beyond the rank (in a view the verifier
@@ -217,7 +216,7 @@ class Accesses:
             self._known[op.result] = access
         return access
 
-    def overlap(self, a: SSAValue, b: SSAValue) -> bool:
+    def overlap(self, a: SSAValue, b: SSAValue) -> bool | None:
         """Whether two refs share an element of one root buffer (for
         accesses that depend on loop indices: None, decided by the verifier
         at every point of the loops' domain)."""

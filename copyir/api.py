@@ -272,7 +272,9 @@ def lower(
         chosen.detach()
     single = ModuleOp([chosen if in_place else chosen.clone()])
     apply_passes(single, pipeline(None, target))
-    return single.ops.first
+    lowered = single.ops.first
+    assert isinstance(lowered, ProgramOp)  # what the lowering ends in
+    return lowered
 
 
 @_memory_is_the_programs
@@ -384,6 +386,7 @@ def to_text(
         return dma_text(lowered)
     from copyir.cpy.printer import print_cpy
 
+    assert isinstance(program, ModuleOp)  # a ProgramOp is printed as .dma above
     return print_cpy(program, debuginfo=bool(debuginfo))
 
 

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import functools
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i32, i64
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    i32,
+    i64,
+)
 from xdsl.parser import AttrParser
 
 from copyir import errors
 
 
 @functools.lru_cache(maxsize=4096)
-def i64_array(values: tuple[int, ...]) -> DenseArrayBase:
+def i64_array(values: tuple[int, ...]) -> DenseArrayBase[I64]:
     """A shared `array<i64: ...>` attribute."""
     return DenseArrayBase.from_list(i64, values)
 
@@ -28,7 +36,7 @@ def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
 
 
 @functools.lru_cache(maxsize=4096)
-def int_values(array: DenseArrayBase) -> tuple[int, ...]:
+def int_values(array: DenseArrayBase[IntegerType]) -> tuple[int, ...]:
     """The integers of an array attribute, decoded once per distinct array."""
     return tuple(array.get_values())
 

@@ -24,7 +24,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import copyir
 from copyir import errors
@@ -558,7 +558,7 @@ def _lower_command(args: argparse.Namespace) -> int:
 
             write_output(args.output, outputs[0])
     else:
-        _write(args.output, outputs, "// -----\n")
+        _write(args.output, cast(list[str], outputs), "// -----\n")  # .dma texts
     return status
 
 

@@ -24,7 +24,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -41,6 +41,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineSet
 from xdsl.irdl import opt_prop_def, prop_def
 from xdsl.parser import Parser
+from xdsl.utils.mlir_lexer import PunctuationSpelling
 
 from copyir.attributes import i64_array, i64_attr, int_values, parse_i64
 from copyir.compute import Expression, parse_expression
@@ -51,6 +52,9 @@ Value = IntegerAttr | AffineMapAttr
 """A field that is static (an integer) or affine in the loop indices."""
 Predicate = ArrayAttr[AffineSetAttr]
 """An instruction runs where any of these sets holds (an `or` of `and`s)."""
+I64Array = DenseArrayBase[I64]
+Strides = ArrayAttr[I64Array]
+"""A computation's operand strides, one array per operand."""
 MAX_I64 = 2**63 - 1
 
 
@@ -114,7 +118,7 @@ class Writer(Protocol):
     """What filling a table row from an op needs (`copyir.stream`'s builder):
     interned maps, predicates and computations, checked space names."""
 
-    def value(self, attribute: Attribute) -> tuple[int, int]: ...
+    def value(self, attribute: Value) -> tuple[int, int]: ...
     def space(self, op: Operation, attribute: StringAttr) -> int: ...
     def bad(self, op: Operation, why: str) -> Exception: ...
     def intern(self, table: str, key: object) -> int: ...
@@ -128,7 +132,21 @@ class Reader(Protocol):
     computes: list[Compute]
 
 
-def _attribute(reader: Reader, value: int, map_id: int) -> Attribute:
+A = TypeVar("A", bound=Attribute)
+
+
+def prop(op: Operation, name: str, kind: type[A]) -> A:
+    """The instruction's property `name`, of the kind its field defines
+    (`copyir.dialects.dma` builds the op's definition from the fields)."""
+    return cast(A, op.properties[name])
+
+
+def opt_prop(op: Operation, name: str, kind: type[A]) -> A | None:
+    """The instruction's optional property `name` (see `prop`)."""
+    return cast("A | None", op.properties.get(name))
+
+
+def _attribute(reader: Reader, value: int, map_id: int) -> Value:
     """A static field, or its affine map (1-based into `reader.maps`)."""
     if map_id:
         return AffineMapAttr(reader.maps[map_id - 1])
@@ -138,7 +156,7 @@ def _attribute(reader: Reader, value: int, map_id: int) -> Attribute:
 # -- the text's pieces ---------------------------------------------------------------
 
 
-def parse_value(parser: Parser) -> Attribute:
+def parse_value(parser: Parser) -> Value:
     """`4096`, or `{(d0) -> (d0 * 4096)}`."""
     if parser.parse_optional_punctuation("{") is None:
         return i64_attr(parse_i64(parser))
@@ -147,24 +165,24 @@ def parse_value(parser: Parser) -> Attribute:
     return value
 
 
-def value_text(value: Attribute) -> str:
+def value_text(value: Value) -> str:
     if isinstance(value, IntegerAttr):
         return str(value.value.data)
     return f"{{{value.data}}}"
 
 
-def parse_ints(parser: Parser) -> DenseArrayBase:
+def parse_ints(parser: Parser) -> DenseArrayBase[I64]:
     values = parser.parse_comma_separated_list(
         parser.Delimiter.SQUARE, lambda: parse_i64(parser)
     )
     return i64_array(tuple(values))
 
 
-def ints_text(values: DenseArrayBase) -> str:
+def ints_text(values: DenseArrayBase[I64]) -> str:
     return f"[{', '.join(map(str, int_values(values)))}]"
 
 
-EndAttributes = tuple[StringAttr, Attribute, DenseArrayBase]
+EndAttributes = tuple[StringAttr, Value, DenseArrayBase[I64]]
 """(space, address, strides) of a DMA end, as the op holds them."""
 
 
@@ -207,7 +225,7 @@ class Field:
         """The op's properties from a table row."""
         return {}
 
-    def strides(self, op: Operation) -> list[DenseArrayBase]:
+    def strides(self, op: Operation) -> list[DenseArrayBase[I64]]:
         """The strides this field gives, each as long as the op's shape."""
         return []
 
@@ -216,7 +234,7 @@ class Field:
 class Punctuation(Field):
     """Text only: `->` between a start's ends."""
 
-    mark: str
+    mark: PunctuationSpelling
 
     def parse(self, parser: Parser) -> dict[str, Attribute]:
         parser.parse_punctuation(self.mark)
@@ -262,7 +280,7 @@ class End(Field):
 
     def of(self, op: Operation) -> EndAttributes:
         space, address, strides = (op.properties[n] for n in self.names())
-        return space, address, strides
+        return cast(EndAttributes, (space, address, strides))
 
     def parse(self, parser: Parser) -> dict[str, Attribute]:
         return self.make(parse_end(parser))
@@ -288,7 +306,7 @@ class End(Field):
             )
         )
 
-    def strides(self, op: Operation) -> list[DenseArrayBase]:
+    def strides(self, op: Operation) -> list[DenseArrayBase[I64]]:
         return [self.of(op)[2]]
 
 
@@ -315,11 +333,12 @@ class Box(Field):
         return {"element_type": parser.parse_type(), "shape": parse_ints(parser)}
 
     def text(self, op: Operation) -> str:
-        return f"{op.element_type} {ints_text(op.shape)}"
+        element_type = prop(op, "element_type", Attribute)
+        return f"{element_type} {ints_text(prop(op, 'shape', I64Array))}"
 
     def store(self, op: Operation, entry, writer: Writer) -> None:
-        shape = int_values(op.shape)
-        dtype = DTYPES.index(BY_IR[op.element_type])
+        shape = int_values(prop(op, "shape", I64Array))
+        dtype = DTYPES.index(BY_IR[prop(op, "element_type", Attribute)])
         entry["dtype"] = dtype
         entry["rank"] = len(shape)
         entry["shape"][: len(shape)] = shape
@@ -353,15 +372,15 @@ class Keyed(Field):
         return {self.name: value}
 
     def text(self, op: Operation) -> str:
-        return f"{self.name} {value_text(op.properties[self.name])}"
+        return f"{self.name} {value_text(cast(Value, op.properties[self.name]))}"
 
     def store(self, op: Operation, entry, writer: Writer) -> None:
         if self.affine:
             entry[self.name], entry[f"{self.name}_map"] = writer.value(
-                op.properties[self.name]
+                cast(Value, op.properties[self.name])
             )
         else:
-            entry[self.name] = op.properties[self.name].value.data
+            entry[self.name] = prop(op, self.name, IntegerAttr).value.data
 
     def load(self, entry, reader: Reader) -> dict[str, Attribute]:
         map_id = int(entry[f"{self.name}_map"]) if self.affine else 0
@@ -414,11 +433,11 @@ class Small(Field):
         return {self.name: i64_attr(parse_i64(parser))}
 
     def text(self, op: Operation) -> str | None:
-        value = op.properties.get(self.name)
+        value = opt_prop(op, self.name, IntegerAttr)
         return None if value is None else f"{self.name} {value.value.data}"
 
     def store(self, op: Operation, entry, writer: Writer) -> None:
-        value = op.properties.get(self.name)
+        value = opt_prop(op, self.name, IntegerAttr)
         number = value.value.data if value is not None else 0
         if not 0 <= number <= 255:
             raise writer.bad(op, f"{self.name} {number}")
@@ -457,9 +476,8 @@ class Computation(Field):
         }
 
     def ends(self, op: Operation) -> list[EndAttributes]:
-        return list(
-            zip(*(op.properties[name].data for name in self.NAMES), strict=True)
-        )
+        columns = (prop(op, name, ArrayAttr).data for name in self.NAMES)
+        return cast(list[EndAttributes], list(zip(*columns, strict=True)))
 
     def parse(self, parser: Parser) -> dict[str, Attribute]:
         parser.parse_punctuation("=")
@@ -471,7 +489,7 @@ class Computation(Field):
 
     def text(self, op: Operation) -> str:
         ends = ", ".join(end_text(end) for end in self.ends(op))
-        return f"= {StringAttr(op.expression.data)} ({ends})"
+        return f"= {StringAttr(prop(op, 'expression', StringAttr).data)} ({ends})"
 
     def store(self, op: Operation, entry, writer: Writer) -> None:
         operands = []
@@ -480,7 +498,8 @@ class Computation(Field):
             value, map_id = writer.value(address)
             operands.append(OperandBox(space.data, value, map_id, int_values(strides)))
         entry["compute"] = writer.intern(
-            "computes", Compute(op.expression.data, tuple(operands))
+            "computes",
+            Compute(prop(op, "expression", StringAttr).data, tuple(operands)),
         )
 
     def load(self, entry, reader: Reader) -> dict[str, Attribute]:
@@ -495,8 +514,8 @@ class Computation(Field):
         ]
         return self.make(compute.expression, ends)
 
-    def strides(self, op: Operation) -> list[DenseArrayBase]:
-        return list(op.operand_strides.data)
+    def strides(self, op: Operation) -> list[DenseArrayBase[I64]]:
+        return list(prop(op, "operand_strides", Strides).data)
 
 
 @dataclass(frozen=True)
@@ -522,13 +541,13 @@ class Guard(Field):
                 return {"predicate": ArrayAttr(sets)}
 
     def text(self, op: Operation) -> str | None:
-        predicate = op.properties.get("predicate")
+        predicate = opt_prop(op, "predicate", Predicate)
         if predicate is None:
             return None
         return "if " + " or ".join(f"{{{s.data}}}" for s in predicate.data)
 
     def store(self, op: Operation, entry, writer: Writer) -> None:
-        predicate = op.properties.get("predicate")
+        predicate = opt_prop(op, "predicate", Predicate)
         if predicate is not None:
             sets: tuple[AffineSet, ...] = tuple(s.data for s in predicate.data)
             entry["predicate"] = writer.intern("predicates", sets)
@@ -601,7 +620,10 @@ def having(column: str) -> tuple[int, ...]:
     )
 
 
-def fields_of(kind: type[Field]) -> tuple[Field, ...]:
+F = TypeVar("F", bound=Field)
+
+
+def fields_of(kind: type[F]) -> tuple[F, ...]:
     """The distinct fields of one kind, over every instruction."""
     return tuple(
         dict.fromkeys(f for fs in INSTRUCTION_FIELDS for f in fs if isinstance(f, kind))

@@ -37,7 +37,7 @@ class Note:
     loc: Loc | None = None
 
 
-class Located:
+class Located(Exception):
     """A message at a location, with notes: what an error and a warning
     share. `str()` is exactly the message."""
 

@@ -259,11 +259,15 @@ def _write_stdout(data: Payload) -> None:
     sys.stdout.buffer.flush()
 
 
-def _writer(data: Payload) -> Callable[[IO[bytes]], None]:
+def _writer(data: Payload) -> Callable[[BinaryIO], None]:
     if callable(data):
         return data
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    return lambda out: out.write(payload)
+
+    def write(out: BinaryIO) -> None:
+        out.write(payload)
+
+    return write
 
 
 def _replace(target: str, data: Payload, mode: int, name: str) -> None:
@@ -483,10 +487,12 @@ def _read_array(
         raise CopyIRError(
             errors.CANNOT_ALLOCATE_INPUT.format(size=param.nbytes, name=name, why=err)
         ) from None
-    raw = memoryview(flat.view(np.uint8))
+    raw = flat.view(np.uint8).data
     done = 0
     while done < len(raw):
-        count = file.readinto(raw[done : done + CHUNK_BYTES])
+        # typeshed's IO[bytes] has no readinto; both readers here do (a
+        # BufferedReader, a ZipExtFile)
+        count = file.readinto(raw[done : done + CHUNK_BYTES])  # pyright: ignore[reportAttributeAccessIssue]
         if not count:
             raise FileError(
                 errors.INPUT_TRUNCATED.format(path=path, nbytes=param.nbytes)

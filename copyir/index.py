@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
+from xdsl.dialects.builtin import ShapedType
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -26,6 +28,12 @@ from xdsl.ir.affine import (
 
 INT64 = range(-(2**63), 2**63)
 """The integers an index or a constant in one may take (numpy's int64)."""
+
+
+def row_major_strides(shape: Sequence[int], factor: int = 1) -> tuple[int, ...]:
+    """xDSL's `strides_for_shape` of a static shape: every stride is known
+    (xDSL's None stands for one after a dynamic size)."""
+    return cast(tuple[int, ...], ShapedType.strides_for_shape(shape, factor))
 
 
 def constant_out_of_range(exprs: Iterable[AffineExpr]) -> int | None:
@@ -255,6 +263,7 @@ def format_expr(expr: AffineExpr, names: Sequence[str], parent: int = 0) -> str:
         return f"({text})" if expr.value < 0 and parent else text
     if isinstance(expr, AffineDimExpr):
         return names[expr.position]
+    assert isinstance(expr, AffineBinaryOpExpr)  # no symbols: the checks refuse them
     symbol, level = _SYMBOLS[expr.kind]
     lhs, rhs = expr.lhs, expr.rhs
     if expr.kind == AffineBinaryOpKind.Add and _negative(rhs):

@@ -7,7 +7,15 @@ statement the op came from (a pytree leaf, a block and slot).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FileLineColLoc, FusedLoc, NameLoc, StringAttr
+from typing import cast
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    FusedLoc,
+    NameLoc,
+    StringAttr,
+)
 from xdsl.ir import Attribute
 
 from copyir.errors import Loc
@@ -24,7 +32,8 @@ def loc_of(location: Attribute) -> Loc | None:
     if isinstance(location, NameLoc):
         return loc_of(location.location)
     if isinstance(location, FusedLoc):
-        return next(filter(None, map(loc_of, location.locations)), None)
+        locations = cast(ArrayAttr, location.locations)  # its constraint
+        return next(filter(None, map(loc_of, locations)), None)
     if isinstance(location, FileLineColLoc):
         file, line, col = (
             location.filename.data,
@@ -43,6 +52,6 @@ def detail_of(location: Attribute) -> str:
     return ""
 
 
-def with_detail(location: Attribute, detail: str) -> Attribute:
+def with_detail(location: Attribute, detail: str) -> NameLoc:
     """The location with a note on where inside the statement an op came from."""
     return NameLoc(StringAttr(detail), location)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import ShapedType
+from xdsl.ir import SSAValue
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -46,7 +46,7 @@ from copyir.dialects.copy import (
     describe,
 )
 from copyir.errors import CopyIRError, format_tuple
-from copyir.index import evaluate, grid_points
+from copyir.index import evaluate, grid_points, row_major_strides
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class PipelineOperand:
     `counter` how many changes came before, both affine in the grid
     indices (d0 the outermost)."""
 
-    ref: object
+    ref: SSAValue
     output: bool
     number: int
     """Among the inputs, or among the outputs, in spec order."""
@@ -101,7 +101,7 @@ class Schedule:
 
     def strides(self, dims: tuple[int, ...]) -> tuple[int, ...]:
         """Row-major strides of the given dimensions of the grid."""
-        return ShapedType.strides_for_shape([self.grid[d] for d in dims])
+        return row_major_strides([self.grid[d] for d in dims])
 
     def number_of(self, dims: tuple[int, ...]) -> AffineExpr:
         """Row-major number of the given dimensions' indices."""

@@ -123,7 +123,8 @@ def _field_docs(cls: type) -> dict[str, str]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
         return {}
-    body = tree.body[0].body if tree.body else []
+    node = tree.body[0] if tree.body else None
+    body = node.body if isinstance(node, ast.ClassDef) else []
     docs = {}
     for field, after in itertools.pairwise(body):
         if (

@@ -12,6 +12,7 @@ consecutive ids, an array one id per element. The results are attributes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -73,7 +74,8 @@ def assign_addresses(kernel: KernelOp, target: Target) -> None:
     addresses = []
     for arg, name in zip(kernel.params, kernel.param_names, strict=True):
         try:
-            addresses.append(layout.place(name, arg.type))
+            # verified: a kernel's parameters are refs
+            addresses.append(layout.place(name, cast(RefType, arg.type)))
         except CopyIRError as err:
             raise err.at(loc_of(arg.location)) from None
     kernel.attributes[PARAM_ADDRESSES] = DenseArrayBase.from_list(i64, addresses)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import cast
 
 from copyir.passes.assign_addresses import (
     ADDRESS,
@@ -37,13 +38,25 @@ from copyir.passes.assign_addresses import (
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    I64,
     AffineMapAttr,
     AffineSetAttr,
     ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
     ModuleOp,
+    StringAttr,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    OpResult,
+    Region,
+    SSAValue,
+)
 from xdsl.ir.affine import (
     AffineConstantExpr,
     AffineExpr,
@@ -54,7 +67,7 @@ from xdsl.passes import ModulePass
 
 from copyir import dma_schema as schema
 from copyir import errors
-from copyir.access import Accesses
+from copyir.access import Access, Accesses
 from copyir.attributes import i64_array, i64_attr, int_values, string_attr
 from copyir.compute import format_prefix
 from copyir.dialects import dma
@@ -76,7 +89,7 @@ from copyir.dialects.copy import (
     WhenOp,
     describe,
 )
-from copyir.dma_schema import EndAttributes
+from copyir.dma_schema import EndAttributes, Value
 from copyir.errors import CopyIRError
 from copyir.index import substitute
 from copyir.locations import loc_of
@@ -105,7 +118,7 @@ class _Context:
             slots[dim] = AffineExpr.dimension(position) + lower
         return slots
 
-    def value(self, value: int | AffineExpr) -> Attribute:
+    def value(self, value: int | AffineExpr) -> Value:
         """A field: an integer when static, else an affine map."""
         if isinstance(value, AffineExpr) and not isinstance(value, AffineConstantExpr):
             local = value.replace_dims_and_symbols(self.slots(), [])
@@ -148,7 +161,7 @@ class _Lowering:
     """The buffers and semaphores of one kernel, and its instructions."""
 
     def __init__(self, kernel: KernelOp):
-        if PARAM_ADDRESSES not in kernel.attributes:
+        if not isinstance(kernel.attributes.get(PARAM_ADDRESSES), DenseArrayBase):
             raise self.needs("assign-addresses", "buffers have no addresses")
         self.kernel = kernel
         self.buffers: dict[SSAValue, tuple[str, int]] = {}
@@ -172,20 +185,26 @@ class _Lowering:
 
     def program(self) -> dma.ProgramOp:
         kernel = self.kernel
-        addresses = int_values(kernel.attributes[PARAM_ADDRESSES])
+        addresses = int_values(
+            cast("DenseArrayBase[I64]", kernel.attributes[PARAM_ADDRESSES])
+        )
         for arg, name, address in zip(
             kernel.params, kernel.param_names, addresses, strict=True
         ):
             self.buffer(arg, self.declared_name(name, "arg"), "hbm", address, True)
         for op in kernel.body.block.ops:
             self.lower(op, self.ops, _Context())
-        target = kernel.attributes[TARGET].data
+        target = kernel.attributes.get(TARGET)
+        if not isinstance(target, StringAttr):
+            raise self.needs("assign-addresses", "the kernel has no target", kernel)
         # Buffers, then semaphores, as a stream's tables hold them (a kernel
         # may declare them interleaved: an expanded pipeline does).
         buffers = [d for d in self.declarations if isinstance(d, dma.BufferOp)]
         sems = [d for d in self.declarations if not isinstance(d, dma.BufferOp)]
         body = Block([*buffers, *sems, *self.ops])
-        return dma.ProgramOp(kernel.kernel_name, target, self.semaphores, Region(body))
+        return dma.ProgramOp(
+            kernel.kernel_name, target.data, self.semaphores, Region(body)
+        )
 
     def declared_name(self, name: str | None, fallback: str) -> str:
         """The stream's name of a buffer or semaphore: its own if no other
@@ -199,7 +218,7 @@ class _Lowering:
     def buffer(
         self, value: SSAValue, name: str, space: str, address: int, param: bool
     ) -> None:
-        type: RefType = value.type
+        type = _ref_type(value)
         self.buffers[value] = (space, address)
         properties = {
             "buffer_name": string_attr(name),
@@ -211,9 +230,9 @@ class _Lowering:
         if param:
             properties["param"] = UnitAttr()
         location = (
-            value.owner.location
-            if isinstance(value.owner, Operation)
-            else (value.location)
+            value.op.location
+            if isinstance(value, OpResult)
+            else cast(BlockArgument, value).location
         )
         self.declarations.append(
             dma.BufferOp.create(properties=properties, location=location)
@@ -240,15 +259,17 @@ class _Lowering:
             out.append(self.invalidate(op, context))
             return
         if isinstance(op, AllocOp):
-            if ADDRESS not in op.attributes:
+            address = op.attributes.get(ADDRESS)
+            if not isinstance(address, IntegerAttr):
                 raise self.needs("assign-addresses", "an alloc has no address", op)
             name = self.declared_name(op.result.name_hint, f"buffer{len(self.buffers)}")
-            address = op.attributes[ADDRESS].value.data
-            self.buffer(op.result, name, op.result.type.space_name, address, False)
+            space = _ref_type(op.result).space_name
+            self.buffer(op.result, name, space, address.value.data, False)
         elif isinstance(op, SemaphoreOp):
-            if SEM_ID not in op.attributes:
+            sem_id = op.attributes.get(SEM_ID)
+            if not isinstance(sem_id, IntegerAttr):
                 raise self.needs("assign-addresses", "a semaphore has no id", op)
-            first = op.attributes[SEM_ID].value.data
+            first = sem_id.value.data
             self.sems[op.result] = first
             type = op.result.type
             shape = type.get_shape() if isinstance(type, SemaphoreArrayType) else ()
@@ -305,10 +326,14 @@ class _Lowering:
         """A start or wait of a DMA, written out (`copy.dma`) or through its
         descriptor (`copy.async_dma`): its ends and semaphore are the
         descriptor's."""
-        copy = op.descriptor.owner if isinstance(op, AsyncDmaOp) else op
-        properties = {"sem": context.value(self.sem_id(copy.sem))}
+        copy = (
+            cast(AsyncCopyOp, op.descriptor.owner)  # verified: a descriptor's op
+            if isinstance(op, AsyncDmaOp)
+            else op
+        )
+        properties: dict[str, Attribute] = {"sem": context.value(self.sem_id(copy.sem))}
         if not op.is_start:  # a wait needs its semaphore and byte count only
-            properties["bytes"] = i64_attr(copy.src.type.nbytes)
+            properties["bytes"] = i64_attr(_ref_type(copy.src).nbytes)
             return context.instruction(dma.WaitOp, properties, op)
         properties |= (
             schema.SRC.make(self.end(copy.src, context))
@@ -337,9 +362,9 @@ class _Lowering:
     def end(self, value: SSAValue, context: _Context) -> EndAttributes:
         """A DMA end: the root buffer's space, its address plus the view's
         element offset in bytes, and the view's strides in elements."""
-        access = self.accesses(value)
+        access = self.access(value)
         space, address = self.buffers[access.root]
-        address += access.offset * value.type.dtype.itemsize
+        address += access.offset * _ref_type(value).dtype.itemsize
         return (
             string_attr(space),
             context.value(address),
@@ -349,13 +374,24 @@ class _Lowering:
     def box(self, value: SSAValue) -> dict[str, Attribute]:
         """The element type and shape of a view, as the DMA moves it."""
         return {
-            "element_type": value.type.element_type,
-            "shape": i64_array(tuple(self.accesses(value).shape)),
+            "element_type": _ref_type(value).element_type,
+            "shape": i64_array(tuple(self.access(value).shape)),
         }
 
     def sem_id(self, value: SSAValue) -> int | AffineExpr:
-        access = self.accesses(value)
+        access = self.access(value)
         return self.sems[access.root] + access.offset
+
+    def access(self, value: SSAValue) -> Access:
+        """The access of a ref or semaphore (verified: every one has one)."""
+        access = self.accesses(value)
+        assert access is not None
+        return access
+
+
+def _ref_type(value: SSAValue) -> RefType:
+    """A ref's type (verified: the value is a ref)."""
+    return cast(RefType, value.type)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -49,7 +50,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
     AffineConstraintExpr,
@@ -68,6 +69,7 @@ from copyir.dialects.copy import (
     PARALLEL,
     BufferedCopyOp,
     BufferedRefOp,
+    BufferedRefType,
     ForOp,
     IndexOp,
     InvalidateOp,
@@ -307,6 +309,7 @@ class _Expansion:
         block = [build.value(e) for e in schedule.block(spec, point)]
         sem = None
         if action is not None:
+            assert operand.sems is not None  # asynchronous copies have them
             static = [DYNAMIC if isinstance(slot, SSAValue) else slot]
             dynamic = [slot] if isinstance(slot, SSAValue) else []
             index = SemIndexOp.create(
@@ -402,7 +405,7 @@ class _Expansion:
         block = Block(arg_types=[IndexType()] * len(sequential))
         for arg, d in zip(block.args, sequential, strict=True):
             set_name(arg, self.op.index_name(d))
-        properties = {
+        properties: dict[str, Attribute] = {
             "lower": i64_array((0,) * len(sequential)),
             "upper": i64_array(tuple(schedule.grid[d] for d in sequential)),
         }
@@ -465,7 +468,9 @@ class _Expansion:
                     *([slot] if isinstance(slot, SSAValue) else []),
                 ],
                 properties=static,
-                result_types=[WindowOp.slot_type(operand.bref.type)],
+                result_types=[
+                    WindowOp.slot_type(cast(BufferedRefType, operand.bref.type))
+                ],
             )
             windows[position] = build.add(window).results[0]
         for position, operand in enumerate(operands):
@@ -532,6 +537,7 @@ class ExpandPipelinesPass(ModulePass):
         names: dict[Operation, FreshNames] = {}
         for pipeline in [o for o in op.walk() if isinstance(o, PipelineOp)]:
             kernel = kernel_level(pipeline).parent_op()
+            assert kernel is not None  # the kernel_level op is in a kernel
             if kernel not in names:
                 names[kernel] = FreshNames.of(kernel)
             _Expansion(pipeline, names[kernel]).run()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -40,9 +41,10 @@ from xdsl.dialects.builtin import (
     AffineSetAttr,
     ArrayAttr,
     IndexType,
+    LocationAttr,
     ModuleOp,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -78,6 +80,7 @@ from copyir.dialects.copy import (
     ViewOp,
     WhenOp,
     WindowOp,
+    all_given,
     check_block_indices,
     describe,
     kernel_level,
@@ -126,7 +129,7 @@ class _Case:
     constraints: tuple[tuple[int, AffineConstraintKind, AffineExpr], ...]
 
 
-def _cases(type: BufferedRefType, indices: Sequence[Start]) -> list[_Case]:
+def _cases(type: BufferedRefType, indices: Sequence[object]) -> list[_Case]:
     """Every combination of block sizes a copy can have, with what selects
     it; a dimension whose size never depends on its index contributes one
     option with no constraint."""
@@ -216,7 +219,7 @@ class ExpandWindow(_WindowPattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: WindowOp, rewriter: PatternRewriter) -> None:
-        type: BufferedRefType = op.bref.type
+        type = cast(BufferedRefType, op.bref.type)
         kept = [
             (0, b.size.data, False) for b in type.block_dims if b.kind.data != SQUEEZED
         ]
@@ -229,10 +232,11 @@ class ExpandWindow(_WindowPattern):
 class ExpandBufferedCopy(_WindowPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: BufferedCopyOp, rewriter: PatternRewriter) -> None:
-        type: BufferedRefType = op.bref.type
+        type = cast(BufferedRefType, op.bref.type)
         indices = op.block_indices
         if indices is None:  # trivial windowing: the whole array, block 0
             indices = (0,) * len(type.get_shape())
+        assert all_given(indices)  # verified: an operand per dynamic index
         static = [i for i in indices if isinstance(i, int)]
         if len(static) == len(indices):
             check_block_indices(describe(op.bref), type, static)
@@ -357,7 +361,7 @@ def _scaled(index: Start, factor: int, ops: list, location) -> Start:
 def _when(case: _Case, indices: Sequence[Start], body: list, location) -> WhenOp:
     """The case's copy under the condition that selects it."""
     dims = sorted({dim for dim, _, _ in case.constraints})
-    args = [indices[d] for d in dims]
+    args = [cast(SSAValue, indices[d]) for d in dims]  # dynamic: constrained
     constraints = tuple(
         AffineConstraintExpr(
             kind,
@@ -377,7 +381,9 @@ def _when(case: _Case, indices: Sequence[Start], body: list, location) -> WhenOp
 
 
 def _view(
-    source: SSAValue, subscripts: list[tuple[Start, int, bool]], location: Attribute
+    source: SSAValue,
+    subscripts: list[tuple[Start, int, bool]],
+    location: LocationAttr,
 ) -> Operation:
     static = [
         (DYNAMIC if isinstance(start, SSAValue) else start, size, dropped)
@@ -414,4 +420,4 @@ class ExpandWindowsPass(ModulePass):
             apply_recursively=False,
         ).rewrite_module(op)
         for bref in windows:  # every copy through it now uses its window
-            Rewriter.erase_op(bref.owner)
+            Rewriter.erase_op(cast(Operation, bref.owner))  # a buffered_ref's

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, ShapedType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
@@ -64,7 +65,7 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc
-from copyir.index import Dims, bounds_over, evaluate, substitute
+from copyir.index import Dims, bounds_over, evaluate, row_major_strides, substitute
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -100,7 +101,7 @@ TOP_LEVEL = (AllocOp, SemaphoreOp, BufferedRefOp)
 
 
 def _verify_op(
-    op: Operation,
+    op: CopyOp,
     defined: set[SSAValue],
     target: Target,
     accesses: Accesses,
@@ -142,7 +143,7 @@ def _verify_op(
         for block in region.blocks:
             inner = defined | set(block.args)
             for child in block.ops:
-                if not child.name.startswith("copy.") or isinstance(child, KernelOp):
+                if not isinstance(child, CopyOp) or isinstance(child, KernelOp):
                     raise CopyIRError(
                         errors.NOT_IN_KERNEL.format(op=child.name),
                         loc_of(child.location),
@@ -220,7 +221,8 @@ def instructions(op: Operation) -> int:
         from copyir.passes.expand_windows import instruction_count
 
         actions = 2 if op.action_value is None else 1
-        return instruction_count(op.bref.type, op.block_indices, actions, op.copy_in)
+        type = cast(BufferedRefType, op.bref.type)
+        return instruction_count(type, op.block_indices, actions, op.copy_in)
     if isinstance(op, PipelineOp):
         return _pipeline_instructions(op)
     return 0
@@ -334,7 +336,8 @@ def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> Non
         _check_address_limit(op.operands, accesses, domain)
     if isinstance(op, WindowOp) and isinstance(op.slot_value, SSAValue):
         slot = accesses.index(op.slot_value)
-        _check_slot_limit(op.bref.type, slot, domain, describe(op.bref))
+        type = cast(BufferedRefType, op.bref.type)
+        _check_slot_limit(type, slot, domain, describe(op.bref))
     if isinstance(op, ViewOp | SemIndexOp):
         _check_subscripts(op, accesses, domain)
     elif isinstance(op, BufferedCopyOp):
@@ -389,7 +392,7 @@ def _check_block_limit(
     """The byte offset a window copy's block indices make in the array (as
     expand-windows scales them), bounded like a DMA end's address."""
     item = type.window_type.dtype.itemsize
-    scales = ShapedType.strides_for_shape(type.get_shape(), factor=item)
+    scales = row_major_strides(type.get_shape(), factor=item)
     for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
         if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
@@ -446,7 +449,7 @@ def _expression(op: ViewOp | SemIndexOp, point, accesses: Accesses) -> str:
 
 
 def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> None:
-    type: BufferedRefType = op.bref.type
+    type = cast(BufferedRefType, op.bref.type)
     name = describe(op.bref)
     indices = op.block_indices
     if indices is not None and any(isinstance(i, SSAValue) for i in indices):
@@ -523,7 +526,7 @@ def _check_capacity(op: Operation, target: Target) -> None:
     if isinstance(op, KernelOp):
         for arg, name in zip(op.params, op.param_names, strict=True):
             try:
-                _fits(name, arg.type, target)
+                _fits(name, cast(RefType, arg.type), target)  # a kernel's check
             except CopyIRError as err:
                 raise err.at(loc_of(arg.location)) from None
     elif isinstance(op, AllocOp):

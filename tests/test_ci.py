@@ -13,6 +13,26 @@ def test_ci_runs_ruff_check_and_format_after_installing():
     assert lines.index("pytest") > lines.index("ruff format --check .")
 
 
+def test_ci_runs_pyright_before_the_tests():
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert lines.index("ruff format --check .") < lines.index("pyright")
+    assert lines.index("pyright") < lines.index("pytest")
+
+
+def test_pyright_sees_the_package_dir_mapping():
+    """pyright cannot follow the editable install's import hook: its extra
+    path spells each mapped package (`copyir.passes` -> `passes/`) as a
+    link to the directory pyproject maps it to, and `copyir` itself."""
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    (extra,) = pyproject["pyright"]["extraPaths"]
+    mirror = ROOT / extra / "copyir"
+    assert (mirror / "__init__.py").resolve() == ROOT / "copyir" / "__init__.py"
+    for name, path in pyproject["setuptools"]["package-dir"].items():
+        assert (mirror / name.removeprefix("copyir.")).resolve() == ROOT / path
+
+
 def test_the_fuzz_time_limit_only_catches_hangs():
     import test_fuzz
 

@@ -19,7 +19,7 @@ from copyir.cpy.expressions import (
     strip_parens,
 )
 from copyir.cpy.options import OptionReader
-from copyir.cpy.scope import INDEX, ScopedBuilder
+from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
     IN,
     OUT,
@@ -78,7 +78,7 @@ class BodyBuilder(OptionReader):
     def for_stmt(self, tree: Tree) -> None:
         """`for i in range(8)`, `for i in range(a, b)`, `for i, j in grid(8,
         3)`: one copy.for whose body's arguments are the indices."""
-        for_token, names_tree, range_tree, *rest = tree.children
+        for_token, names_tree, range_tree, *rest = children(tree)
         options, body = rest[:-2], rest[-1]
         lower, upper, grid = self.loop_bounds(range_tree)
         names = names_tree.children
@@ -117,7 +117,7 @@ class BodyBuilder(OptionReader):
 
     def loop_bounds(self, tree: Tree) -> tuple[list[int], list[int], bool]:
         """(lower, upper, is a grid) of `range(...)` or `grid(...)`."""
-        function, *args = tree.children
+        function, *args = children(tree)
         args = [a for a in args if a is not None]
         bounds = [
             static_integer(self, a, f"A bound of {self.source(tree)}") for a in args
@@ -137,7 +137,7 @@ class BodyBuilder(OptionReader):
         buffers=3 out y ... (xw, yw, i, j) { ... }`: one copy.pipeline whose
         body's arguments are the windows, then the grid indices (named here
         only when the header names them)."""
-        token, *items = tree.children
+        token, *items = children(tree)
         names_tree, _, body = items[-3:]
         specs = [i for i in items[:-3] if i.data in _SPECS]
         options = [i for i in items[:-3] if i.data not in _SPECS]
@@ -216,7 +216,8 @@ class BodyBuilder(OptionReader):
         """`in x block=(...) index=(i, j) -> (...) buffers=3`: the ref, its
         direction, block dims, index map and buffer count."""
         output = spec.data == "out_spec"
-        name, *items = spec.children[1:] if output else spec.children
+        parts = children(spec)
+        name, *items = parts[1:] if output else parts
         ref = self.lookup(name)
         label = f"{'out' if output else 'in'} {name}"
         values = self.options(items, label, _SPEC_OPTIONS)
@@ -251,7 +252,7 @@ class BodyBuilder(OptionReader):
         """`(i, j) -> (i, 0)`, `i -> (i, 0)`: a lambda from the grid indices
         to block indices; its results are index expressions over its
         parameters, which nothing outside it sees."""
-        option, params, *results = tree.children
+        option, params, *results = children(tree)
         names = self.map_parameters(params, ref)
         if len(names) != rank:
             raise self.error(
@@ -290,7 +291,7 @@ class BodyBuilder(OptionReader):
     def when_stmt(self, tree: Tree) -> None:
         """`when <condition> { ... }`: a copy.when over the index values the
         condition names, its condition an or of affine sets."""
-        when_token, cond, _, body = tree.children
+        when_token, cond, _, body = children(tree)
         sets, dims = condition(self, cond)
         block = Block()
         properties = {"condition": ArrayAttr([AffineSetAttr(s) for s in sets])}

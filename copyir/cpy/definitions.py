@@ -19,7 +19,7 @@ from copyir.cpy.expressions import (
 from copyir.cpy.keywords import AUGMENTED
 from copyir.cpy.operands import affine_map
 from copyir.cpy.options import OptionReader
-from copyir.cpy.scope import INDEX
+from copyir.cpy.scope import INDEX, children
 from copyir.dialects.copy import (
     DESCRIPTOR,
     AllocOp,
@@ -50,7 +50,7 @@ class DefinitionBuilder(OptionReader):
     and computations."""
 
     def type(self, tree: Tree, default_space: str) -> RefType:
-        dtype_token, *dims, space_token = tree.children
+        dtype_token, *dims, space_token = children(tree)
         dtype = BY_NAME.get(str(dtype_token))
         if dtype is None:
             raise self.error(
@@ -72,8 +72,8 @@ class DefinitionBuilder(OptionReader):
 
     def assign(self, tree: Tree) -> None:
         """`name = ...` defines a name; `x[...] = expr` computes into x."""
-        target, rhs, _ = tree.children
-        name, *subscripts = target.children
+        target, rhs, _ = children(tree)
+        name, *subscripts = children(target)
         kind = rhs.data
         if subscripts:
             if kind in _DEFINITIONS:
@@ -117,7 +117,7 @@ class DefinitionBuilder(OptionReader):
 
     def augassign(self, tree: Tree) -> None:
         """`acc += x` is `acc[...] = acc + x`, with acc evaluated once."""
-        target, operator, rhs, _ = tree.children
+        target, operator, rhs, _ = children(tree)
         self.compute(target, rhs, _OPERATION_OF[str(operator)])
 
     def compute(self, target: Tree, rhs: Tree, augmented: str | None) -> None:
@@ -154,7 +154,7 @@ class DefinitionBuilder(OptionReader):
 
     def window(self, tree: Tree) -> SSAValue:
         """`window bx[s]`: slot s of the BufferedRef's window, as a ref."""
-        name, slot_tree = tree.children
+        name, slot_tree = children(tree)
         bref = self.lookup(name)
         if not isinstance(bref.type, BufferedRefType):
             raise self.error(
@@ -173,7 +173,7 @@ class DefinitionBuilder(OptionReader):
         return op.results[0]
 
     def buffered_ref(self, tree: Tree) -> BufferedRefType:
-        array, *options = tree.children
+        array, *options = children(tree)
         if isinstance(array, Tree):
             array_type = self.type(array, "hbm")
         else:

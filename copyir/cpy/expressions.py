@@ -20,7 +20,7 @@ again gives the same operands in the same order.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from lark import Token, Tree
 from xdsl.dialects.builtin import IndexType
@@ -37,6 +37,7 @@ from xdsl.ir.affine import (
 from copyir import errors, pytree
 from copyir.compute import Apply, Expression, Literal, Operand
 from copyir.cpy.keywords import FLOAT_WORDS
+from copyir.cpy.scope import children
 from copyir.dialects.copy import RefType, describe_type
 from copyir.errors import CopyIRError, Note
 from copyir.index import NEGATED, comparison, constant_out_of_range
@@ -72,7 +73,8 @@ class Source(Protocol):
     def integer(self, text: str, at: Token | None = None) -> int: ...
 
 
-def strip_parens(tree: Tree | Token) -> Tree | Token:
+def strip_parens(tree: Any) -> Any:
+    """The expression inside any parentheses (a parse tree, or a token)."""
     while isinstance(tree, Tree) and tree.data == "parens":
         tree = tree.children[0]
     return tree
@@ -83,7 +85,7 @@ def is_call(tree: Tree | Token, name: str) -> bool:
     return isinstance(tree, Tree) and tree.data == "call" and tree.children[0] == name
 
 
-def call_args(tree: Tree) -> list[Tree | Token]:
+def call_args(tree: Tree) -> list[Any]:
     return _operands(strip_parens(tree))[1:]
 
 
@@ -104,7 +106,7 @@ class Affine:
         self.notes = notes  # beside an error about a name that is no index
         self.dims: list[SSAValue] = []
 
-    def expr(self, tree: Tree | Token, depth: int = 0) -> AffineExpr:
+    def expr(self, tree: Tree, depth: int = 0) -> AffineExpr:
         """The expression of `tree` over `self.dims` (which it extends)."""
         if depth > pytree.MAX_DEPTH:
             raise self.source.error(
@@ -169,7 +171,7 @@ class Affine:
 
     def name(self, tree: Tree) -> AffineExpr:
         """A name as a dimension; it must be an index value."""
-        name, *subscripts = tree.children
+        name, *subscripts = children(tree)
         if subscripts:
             raise self.source.error(
                 tree,
@@ -261,7 +263,8 @@ def static_integer(source: Source, tree: Tree, what: str) -> int:
         raise source.error(
             tree, errors.STATIC_INTEGER.format(what=what, expr=source.source(tree))
         )
-    return checked(source, tree, expr).value
+    checked(source, tree, expr)
+    return expr.value
 
 
 # -- conditions ---------------------------------------------------------------
@@ -421,8 +424,9 @@ def _in_hbm(value: SSAValue) -> bool:
     return isinstance(value.type, RefType) and value.type.space_name == "hbm"
 
 
-def _operands(tree: Tree) -> list[Tree | Token]:
-    """A node's children without the placeholders and the kept `-` tokens."""
+def _operands(tree: Tree) -> list[Any]:
+    """A node's children without the placeholders and the kept `-` tokens
+    (shaped by the grammar, see `children`)."""
     return [
         c
         for c in tree.children

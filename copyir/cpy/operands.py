@@ -3,6 +3,8 @@ semaphore indices, index expressions become index values."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Token, Tree
 from xdsl.dialects.builtin import AffineMapAttr
 from xdsl.ir import SSAValue
@@ -19,7 +21,7 @@ from copyir.cpy.expressions import (
     static_integer,
     strip_parens,
 )
-from copyir.cpy.scope import INDEX, ScopedBuilder
+from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
     DYNAMIC,
     IndexOp,
@@ -79,7 +81,7 @@ class OperandBuilder(ScopedBuilder):
         index); `[...]` alone is the whole ref. A view written as an earlier
         one of the same block was is that view (see `shared`), except the
         last of an operand that a statement names: `v = x[0]` is v's own."""
-        name, *groups = tree.children
+        name, *groups = children(tree)
         value = self.lookup(name)
         for k, group in enumerate(groups):
             if type(group) is Tree and group.data == "whole":
@@ -229,7 +231,7 @@ class OperandBuilder(ScopedBuilder):
         value = self.index_value(part)
         if type(value) is int:
             return value
-        dynamic.append(value)
+        dynamic.append(cast(SSAValue, value))
         return DYNAMIC
 
     def index_value(self, tree: Tree) -> int | SSAValue:
@@ -289,7 +291,7 @@ def int_literal(tree: Tree | Token) -> str | None:
     if tree.data == "neg":
         inner = strip_parens(tree.children[-1])
         if isinstance(inner, Tree) and inner.data == "int":
-            return "-" + inner.children[0]
+            return "-" + str(inner.children[0])
     return None
 
 

@@ -3,12 +3,14 @@ against what each statement takes."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Token, Tree
 
 from copyir import errors
 from copyir.cpy.expressions import call_args, is_bare_name, static_integer, strip_parens
 from copyir.cpy.operands import OperandBuilder, int_literal
-from copyir.cpy.scope import first_token
+from copyir.cpy.scope import children, first_token
 from copyir.cpy.syntax import one_of
 from copyir.dialects.copy import BLOCKED, ELEMENT, SQUEEZED, BlockDimAttr
 from copyir.errors import CopyIRError
@@ -22,7 +24,7 @@ class OptionReader(OperandBuilder):
         """Options `name` or `name=value`, checked against what `stmt` takes."""
         values: dict[str, object] = {}
         for option in trees:
-            name_token = option.children[0]
+            name_token = children(option)[0]
             # An index map's value is its whole lambda.
             value = option if option.data == "index_map" else option.children[1]
             name = str(name_token)
@@ -79,7 +81,10 @@ class OptionReader(OperandBuilder):
             if kind == "block":
                 return [self.block_dim(name, stmt, item) for item in items]
             if kind == "dims" and all(int_literal(i) is not None for i in items):
-                return [self.integer(int_literal(i), first_token(i)) for i in items]
+                return [  # every literal given
+                    self.integer(cast(str, int_literal(i)), first_token(i))
+                    for i in items
+                ]
         raise self.option_error(name, stmt, kind)
 
     def option_error(self, name: Token, stmt: str, kind: str) -> CopyIRError:

@@ -23,6 +23,7 @@ from xdsl.ir import Block, Region
 
 from copyir.cpy.bodies import BodyBuilder
 from copyir.cpy.definitions import DefinitionBuilder
+from copyir.cpy.scope import children
 from copyir.cpy.syntax import lark_parser, syntax_error
 from copyir.cpy.transfers import TransferBuilder
 from copyir.dialects.copy import KernelOp
@@ -45,12 +46,12 @@ class StatementBuilder(DefinitionBuilder, TransferBuilder, BodyBuilder):
         return ModuleOp([self.kernel(k) for k in tree.children])
 
     def kernel(self, tree: Tree) -> KernelOp:
-        _, name, *params, loc_tree, body = tree.children
+        _, name, *params, loc_tree, body = children(tree)
         params = [p for p in params if isinstance(p, Tree)]
         self.names, self.loop_lines, self.scopes, self.gone = {}, {}, [], {}
         self.block = Block(arg_types=[self.type(p.children[1], "hbm") for p in params])
         for arg, param in zip(self.block.args, params, strict=True):
-            self.define(param.children[0], arg)
+            self.define(children(param)[0], arg)
             arg.location = self.statement_location(param, param.children[2])
         kernel = KernelOp.build(
             properties={"sym_name": StringAttr(str(name))},

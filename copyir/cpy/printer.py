@@ -18,8 +18,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import cast
 
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    FileLineColLoc,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
@@ -101,7 +109,7 @@ class _KernelPrinter:
             for arg in kernel.params
         )
         lines = [f"kernel {kernel.kernel_name}({params}){self.loc(kernel.location)} {{"]
-        if "param_addresses" in kernel.attributes:
+        if isinstance(kernel.attributes.get("param_addresses"), DenseArrayBase):
             lines.append(f"  # {_layout_note(kernel)}")
         self.block(kernel.body.block, 1, lines)
         lines.append("}")
@@ -321,8 +329,9 @@ class _KernelPrinter:
         """A value's name, followed by the subscripts of inline views."""
         suffixes = []
         while value.owner in self.inline and not isinstance(value.owner, IndexOp):
-            suffixes.append(self.subscripts(value.owner))
-            value = value.owner.source
+            owner = cast("ViewOp | SemIndexOp", value.owner)  # the other inline ops
+            suffixes.append(self.subscripts(owner))
+            value = owner.source
         return self.names[value] + "".join(reversed(suffixes))
 
     def index(self, value: int | SSAValue | None) -> str:
@@ -541,7 +550,7 @@ class _KernelPrinter:
         dst = self.operand(op.dst)
         augmented = _augmented(op, expression)
         if augmented is not None:
-            rhs = compute.format_infix(expression.args[1], names)
+            rhs = compute.format_infix(cast(Apply, expression).args[1], names)
             return f"{dst} {AUGMENTED[augmented]} {rhs}"
         if dst == self.names.get(op.dst):
             dst += "[...]"
@@ -586,6 +595,7 @@ def _inline_inputs(owner: Operation) -> list[SSAValue]:
     a view's source, then its index values; an index value's are names."""
     if isinstance(owner, IndexOp):
         return []
+    owner = cast("ViewOp | SemIndexOp", owner)  # the other inline ops
     dynamic = (
         owner.dynamic_offsets if isinstance(owner, ViewOp) else owner.dynamic_indices
     )
@@ -664,24 +674,27 @@ def _dma_options(op: DmaOp | AsyncDmaOp) -> str:
 def _address_note(op: Operation) -> str:
     """A comment on what the passes decided: where a buffer lives, which id a
     semaphore has, which pytree leaf or block a DMA came from."""
-    if "address" in op.attributes and isinstance(op, AllocOp):
-        space = op.result.type.space_name
-        return f"  # {space}+{op.attributes['address'].value.data}"
-    if "sem_id" in op.attributes:
-        return f"  # sem {op.attributes['sem_id'].value.data}"
+    address, sem_id = op.attributes.get("address"), op.attributes.get("sem_id")
+    if isinstance(address, IntegerAttr) and isinstance(op, AllocOp):
+        space = cast(RefType, op.result.type).space_name
+        return f"  # {space}+{address.value.data}"
+    if isinstance(sem_id, IntegerAttr):
+        return f"  # sem {sem_id.value.data}"
     if detail := detail_of(op.location):
         return f"  # {detail}"
     return ""
 
 
 def _layout_note(kernel: KernelOp) -> str:
-    addresses = kernel.attributes["param_addresses"].get_values()
+    array = cast("DenseArrayBase[I64]", kernel.attributes["param_addresses"])
+    addresses = array.get_values()
     places = ", ".join(
         f"{name} at hbm+{address}"
         for name, address in zip(kernel.param_names, addresses, strict=False)
     )
     target = kernel.attributes.get("target")
-    return f"target {target.data if target else '?'}: {places}"
+    known = target.data if isinstance(target, StringAttr) else "?"
+    return f"target {known}: {places}"
 
 
 def buffered_ref_text(type: BufferedRefType) -> str:

@@ -4,11 +4,18 @@ the names visible in it (scoped as SSA values are), locations and messages."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from lark import Token, Tree
-from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, StringAttr
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IndexType,
+    IntAttr,
+    LocationAttr,
+    StringAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from copyir import errors, pytree
@@ -47,19 +54,17 @@ class ScopedBuilder:
         self.scopes: list[_Scope] = []
         self.gone: dict[str, Note] = {}
         self.block: Block | None = None
-        self.location: Attribute | None = None
+        self.location: LocationAttr | None = None
         # Inline views, semaphore indices and index values already made in
         # a block, by what they are: written again, they are the same value.
         self.made: dict[tuple, SSAValue] = {}
         self.sharing = True
 
-    def loc(self, item: Tree | Token) -> Loc:
-        if isinstance(item, Token):
-            return Loc(self.filename, item.line, item.column)
+    def loc(self, item: Tree | Token) -> Loc | None:
         token = first_token(item)
         if token is None:
             return None
-        return Loc(self.filename, token.line, token.column)
+        return Loc(self.filename, *position(token))
 
     def error(
         self, item: Tree | Token, message: str, notes: tuple[Note, ...] = ()
@@ -79,7 +84,12 @@ class ScopedBuilder:
         first, last = first_token(item), last_token(item)
         if isinstance(item, Tree) and (first is None or last is None):
             return "".join(self.source(c) for c in item.children if c is not None)
-        if first is None or first.start_pos is None or last.end_pos is None:
+        if (
+            first is None
+            or last is None
+            or first.start_pos is None
+            or last.end_pos is None
+        ):
             return str(item)
         text, start, end = self.text, first.start_pos, last.end_pos
         depth = lowest = 0
@@ -98,19 +108,18 @@ class ScopedBuilder:
         digits = text.lstrip("-")
         value = int(text) if len(digits) <= 19 else 2**63
         if value not in INT64:
-            raise self.error(
-                at if at is not None else text, errors.INT_RANGE.format(value=text)
-            )
+            loc = self.loc(at) if at is not None else None
+            raise CopyIRError(errors.INT_RANGE.format(value=text), loc)
         return value
 
     def signed(self, tree: Tree) -> int:
         """A `signed` integer of the grammar: `8`, `-8`."""
-        minus, digits = tree.children
+        minus, digits = children(tree)
         return self.integer(("-" if minus else "") + digits, digits)
 
-    def statement_location(self, stmt: Tree, loc_tree: Tree | None) -> Attribute:
+    def statement_location(self, stmt: Tree, loc_tree: Tree | None) -> FileLineColLoc:
         if loc_tree is not None:
-            file, line, col = loc_tree.children
+            file, line, col = children(loc_tree)
             location = FileLineColLoc(
                 StringAttr(unquote(file)),
                 IntAttr(self.signed(line)),
@@ -125,16 +134,16 @@ class ScopedBuilder:
                 )
             return location
         token = first_token(stmt)
-        return FileLineColLoc(
-            self.filename_attr, IntAttr(token.line), IntAttr(token.column)
-        )
+        assert token is not None  # a statement is written
+        line, col = position(token)
+        return FileLineColLoc(self.filename_attr, IntAttr(line), IntAttr(col))
 
     def emit(
         self,
         op_type: type[Operation],
         operands: Sequence[SSAValue] = (),
         result_types: Sequence[Attribute] = (),
-        properties: dict[str, Attribute] | None = None,
+        properties: Mapping[str, Attribute] | None = None,
         regions: Sequence[Region] = (),
     ) -> Operation:
         """Append an op at the current statement's location.
@@ -150,6 +159,7 @@ class ScopedBuilder:
             regions=regions,
             location=self.location,
         )
+        assert self.block is not None  # inside a kernel
         self.block.add_op(op)
         return op
 
@@ -189,7 +199,7 @@ class ScopedBuilder:
                 )
             first = self.names[name][1]
             raise self.error(token, errors.DEFINED_TWICE.format(name=name, line=first))
-        self.names[name] = (value, token.line)
+        self.names[name] = (value, position(token)[0])
         self.gone.pop(name, None)
         if self.scopes:
             self.scopes[-1].names.append(name)
@@ -214,17 +224,17 @@ class ScopedBuilder:
         before = self.text[start : token.start_pos].rstrip()
         return (Note(errors.HINT_COMMENT),) if before.endswith("//") else ()
 
-    def open_scope(self, construct: str, token: Token, block: Block) -> Block:
+    def open_scope(self, construct: str, token: Token, block: Block) -> Block | None:
         """Enter a body; returns the block to come back to."""
         if len(self.scopes) >= pytree.MAX_DEPTH:
             raise self.error(
                 token, errors.NESTED_TOO_DEEP.format(limit=pytree.MAX_DEPTH)
             )
-        self.scopes.append(_Scope(construct, token.line, []))
+        self.scopes.append(_Scope(construct, position(token)[0], []))
         outer, self.block = self.block, block
         return outer
 
-    def close_scope(self, outer: Block) -> None:
+    def close_scope(self, outer: Block | None) -> None:
         """Leave a body: its names go, and a later use says why."""
         scope = self.scopes.pop()
         for name in scope.names:
@@ -273,14 +283,26 @@ def _extend(text: str, at: int, count: int, brackets: str, step: int) -> int:
     return at
 
 
-def first_token(tree: Tree | Token) -> Token | None:
+def children(tree: Tree) -> list[Any]:
+    """A tree's children as the grammar shapes them: by position, a rule's
+    tokens, subtrees and absent options (lark types each as any of them)."""
+    return tree.children
+
+
+def position(token: Token) -> tuple[int, int]:
+    """A parsed token's line and column (lark's are optional, for tokens
+    made by hand; the lexer's, and the ones made here, have them)."""
+    return cast(int, token.line), cast(int, token.column)
+
+
+def first_token(tree: Tree | Token | None) -> Token | None:
     """The first token under a parse tree: where its construct starts."""
     while isinstance(tree, Tree):
         tree = next((c for c in tree.children if c is not None), None)
     return tree
 
 
-def last_token(tree: Tree | Token) -> Token | None:
+def last_token(tree: Tree | Token | None) -> Token | None:
     """The last token under a parse tree: where its construct ends."""
     while isinstance(tree, Tree):
         tree = next((c for c in reversed(tree.children) if c is not None), None)

@@ -103,6 +103,7 @@ def syntax_error(err: UnexpectedInput, filename: str, text: str) -> CopyIRError:
     elif isinstance(err, UnexpectedEOF):
         message = "unexpected end of input"
     else:
+        assert isinstance(err, UnexpectedToken)  # lark's third kind
         token = err.token
         if token.type == "$END":
             message = "unexpected end of input"
@@ -127,7 +128,7 @@ def _expected(err: UnexpectedInput) -> set[str]:
     `expected` may list what fits only elsewhere (`and` inside a view's
     brackets); feeding each to a copy of the parser keeps the ones that fit.
     """
-    expected = set(getattr(err, "expected", ()) or ())
+    expected: set[str] = set(getattr(err, "expected", ()) or ())
     parser = getattr(err, "interactive_parser", None)
     if parser is None or not expected:
         return expected
@@ -196,7 +197,7 @@ def _missing_semaphore(err: UnexpectedToken) -> tuple[Note, ...]:
     return (Note(errors.HINT_NO_SEMAPHORE),)
 
 
-def _end_position(err: UnexpectedInput) -> tuple[int, int]:
+def _end_position(err: UnexpectedToken) -> tuple[int, int]:
     token = err.token
     line = getattr(token, "line", None) or 1
     col = getattr(token, "column", None) or 1

@@ -4,15 +4,17 @@ copies, descriptors' methods, invalidations."""
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from lark import Token, Tree
+from lark.tree import Branch
 from xdsl.ir import SSAValue
 
 from copyir import errors, pytree
 from copyir.attributes import segment_sizes
 from copyir.cpy.operands import subscript_items
 from copyir.cpy.options import OptionReader
-from copyir.cpy.scope import unquote
+from copyir.cpy.scope import children, position, unquote
 from copyir.dialects.copy import (
     AsyncDmaOp,
     BufferedCopyOp,
@@ -29,7 +31,7 @@ class TransferBuilder(OptionReader):
     """DMAs, sync and buffered copies, descriptors' starts and waits."""
 
     def dma_stmt(self, tree: Tree) -> None:
-        kind, src, dst, sem, *options = tree.children
+        kind, src, dst, sem, *options = children(tree)
         head = kind.children[0]
         label = "dma" if head == "dma" else str(head)
         options = self.options(options[:-1], label, {"add": "flag", "priority": "int"})
@@ -46,12 +48,14 @@ class TransferBuilder(OptionReader):
 
     def dma_line(self, tree: Tree) -> None:
         """A DMA_LINE token: the `dma_stmt` it holds, its parts located."""
-        (line,) = tree.children
+        (line,) = children(tree)
         match = _DMA_LINE.match(line)
+        assert match is not None  # the grammar's DMA_LINE is this pattern
         found = [self.found(match.group(k), match.group(k + 1)) for k in (2, 4, 6)]
         if None not in found:  # all written before: nothing to make or locate
             action = "start" if match.group(1) == "copy_start" else "wait"
-            self.emit(DmaOp, found, (), DmaOp.option_properties(action, False, 0))
+            operands = cast(list[SSAValue], found)
+            self.emit(DmaOp, operands, (), DmaOp.option_properties(action, False, 0))
             return
         kind = Tree("dma_kind", [_part(line, match, 1, "DMA_KIND")])
         operands = [
@@ -65,10 +69,12 @@ class TransferBuilder(OptionReader):
             )
             for k in (2, 4, 6)
         ]
-        self.dma_stmt(Tree("dma_stmt", [kind, *operands, None]))
+        # None: the absent options, as lark's maybe_placeholders leaves them
+        # (which its types do not allow for)
+        self.dma_stmt(Tree("dma_stmt", [kind, *operands, None]))  # pyright: ignore[reportArgumentType]
 
     def sync_copy(self, tree: Tree) -> None:
-        _, src, dst, *options = tree.children
+        _, src, dst, *options = children(tree)
         options = self.options(options[:-1], "sync_copy", {"add": "flag"})
         src_tree, srcs = pytree.flatten(self.tree(src, 0))
         dst_tree, dsts = pytree.flatten(self.tree(dst, 0))
@@ -79,7 +85,7 @@ class TransferBuilder(OptionReader):
     def buffered_copy(self, tree: Tree) -> None:
         """`buffered_copy [start|wait] src -> dst[, sem], slot=s`: the block
         indices' values first, then the semaphore's, then the slot's."""
-        _, action, src, dst, *items = tree.children
+        _, action, src, dst, *items = children(tree)
         items = items[:-1]
         if action is not None:
             word = action.children[0]
@@ -115,7 +121,7 @@ class TransferBuilder(OptionReader):
     ) -> tuple[SSAValue, list[int] | None]:
         """A side of a buffered_copy: a name, and block indices (DYNAMIC for
         an index value, which joins `dynamic`)."""
-        name, indices = tree.children
+        name, indices = children(tree)
         value = self.lookup(name)
         if indices is None:
             return value, None
@@ -131,13 +137,13 @@ class TransferBuilder(OptionReader):
 
     def invalidate(self, tree: Tree) -> None:
         """`invalidate w`: the ref's memory is unwritten again."""
-        _, target, _ = tree.children
+        _, target, _ = children(tree)
         self.emit(InvalidateOp, [self.operand(target)], ())
 
     def method_call(self, tree: Tree) -> None:
         """`c.start(add, priority=1)`, `c.wait()`: the method is the action,
         checked by the verifier like every action."""
-        name, method, *options = tree.children
+        name, method, *options = children(tree)
         options = [o for o in options[:-1] if o is not None]
         call = f"{name}.{method}()"
         value = self.lookup(name)
@@ -162,16 +168,18 @@ _DMA_LINE = re.compile(
 """A DMA_LINE token's parts: kind, then a name and subscripts per operand."""
 
 
-def _part(line: Token, match: re.Match, group: int, kind: str) -> Token:
+def _part(line: Token, match: re.Match, group: int, kind: str) -> Branch[Token]:
     """A part of a one-line token as the token it would have been."""
     start, end = match.span(group)
+    row, column = position(line)
+    at = cast(int, line.start_pos)  # the lexer's tokens have their positions
     return Token(
         kind,
         match.group(group),
-        line.start_pos + start,
-        line.line,
-        line.column + start,
-        line.line,
-        line.column + end,
-        line.start_pos + end,
+        at + start,
+        row,
+        column + start,
+        row,
+        column + end,
+        at + end,
     )

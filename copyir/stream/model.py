@@ -91,7 +91,7 @@ class Stream:
     computes: list[Compute] = field(default_factory=list)
     source: str | None = None
     """The file the stream was read from, if any."""
-    lines: list[Loc] | None = None
+    lines: list[Loc | None] | None = None
     """Where each instruction is written in that file (`.dma` text only), so
     that a malformed field is reported at its line."""
     lowered: bool = False

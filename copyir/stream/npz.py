@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import AffineMapAttr, AffineSetAttr
@@ -115,7 +116,10 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
         loc = Loc(*_fields(entry[6:], (str, int, int))) if entry[6:] else None
         buffers.append(
             Buffer(
-                *_fields([name, space, address, dtype], (str, str, int, str)),
+                _field(name, str),
+                _field(space, str),
+                _field(address, int),
+                _field(dtype, str),
                 _ints(dims),
                 _field(param, bool),
                 loc,
@@ -137,12 +141,16 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
         if not isinstance(entry, list) or len(entry) != 4:
             raise ValueError("a loop entry of the wrong shape")
         loops.append(CountedLoop(*_fields(entry, (str, int, bool, int))))
-    maps = [_affine("affine_map", _field(m, str)) for m in _list(meta, "maps", [])]
+    maps = [
+        _affine(AffineMapAttr, _field(m, str)).data for m in _list(meta, "maps", [])
+    ]
     predicates = []
     for entry in _list(meta, "predicates", []):
         if not isinstance(entry, list):
             raise ValueError("a predicate that is not a list")
-        predicates.append(tuple(_affine("affine_set", _field(x, str)) for x in entry))
+        predicates.append(
+            tuple(_affine(AffineSetAttr, _field(x, str)).data for x in entry)
+        )
     computes = []
     for entry in _list(meta, "computes", []):
         if not isinstance(entry, list) or len(entry) != 2:
@@ -157,7 +165,10 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
             space, address, map_id, strides = operand
             parts.append(
                 OperandBox(
-                    *_fields([space, address, map_id], (str, int, int)), _ints(strides)
+                    _field(space, str),
+                    _field(address, int),
+                    _field(map_id, int),
+                    _ints(strides),
                 )
             )
         computes.append(Compute(_field(expression, str), tuple(parts)))
@@ -182,8 +193,13 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
     )
 
 
-def _affine(kind: str, text: str):
+Affine = TypeVar("Affine", AffineMapAttr, AffineSetAttr)
+T = TypeVar("T")
+
+
+def _affine(attr: type[Affine], text: str) -> Affine:
     """An affine map or set from its text, through xDSL's parser."""
+    kind = attr.name
     from xdsl.context import Context
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
@@ -196,9 +212,9 @@ def _affine(kind: str, text: str):
         raise ValueError(f"bad {kind} {text!r}: {errors.DIVIDES_BY_ZERO}") from None
     except NotImplementedError:  # and refuses `d0 * d1`
         raise ValueError(f"bad {kind} {text!r}: {errors.SEMI_AFFINE}") from None
-    if not isinstance(attribute, AffineMapAttr | AffineSetAttr):
+    if not isinstance(attribute, attr):
         raise ValueError(f"bad {kind} {text!r}")
-    return attribute.data
+    return attribute
 
 
 def _list(meta: dict, key: str, default=None) -> list:
@@ -208,7 +224,7 @@ def _list(meta: dict, key: str, default=None) -> list:
     return value
 
 
-def _field(value: object, kind: type):
+def _field(value: object, kind: type[T]) -> T:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ValueError(f"{value!r} is not a {kind.__name__}")
     return value

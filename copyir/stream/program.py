@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     FileLineColLoc,
     IntAttr,
     IntegerAttr,
+    LocationAttr,
     StringAttr,
     UnitAttr,
     UnknownLoc,
@@ -23,7 +24,7 @@ from xdsl.ir.affine import AffineMap
 from copyir import errors
 from copyir.attributes import i64_array, int_values
 from copyir.dialects import dma
-from copyir.dma_schema import instruction_dtype
+from copyir.dma_schema import I64Array, Value, instruction_dtype, prop
 from copyir.dtypes import BY_IR, BY_NAME
 from copyir.errors import CopyIRError, Loc
 from copyir.locations import detail_of, loc_of, with_detail
@@ -62,7 +63,7 @@ class _TableWriter:
         self.written = written
         self.lowered = lowered
         self.loops: list[CountedLoop] = []
-        self.instructions: list[tuple[Operation, int]] = []
+        self.instructions: list[tuple[dma.InstructionOp, int]] = []
         self.maps: dict[AffineMap, int] = {}
         self.interned: dict[str, dict] = {"predicates": {}, "computes": {}}
         self.origins: dict[Origin, int] = {}
@@ -73,7 +74,7 @@ class _TableWriter:
             return lowering_bug(why, where)
         return CopyIRError(errors.STREAM_MALFORMED.format(why=why), where)
 
-    def value(self, attribute: Attribute) -> tuple[int, int]:
+    def value(self, attribute: Value) -> tuple[int, int]:
         """(static value, 1-based map) of a field."""
         if isinstance(attribute, AffineMapAttr):
             return 0, self.maps.setdefault(attribute.data, len(self.maps) + 1)
@@ -147,7 +148,7 @@ class _TableWriter:
         list of the op matches, and its element type known."""
         if "shape" not in op.properties:
             return 0
-        shape = int_values(op.shape)
+        shape = int_values(prop(op, "shape", I64Array))
         if len(shape) > MAX_RANK:
             raise self.bad(op, f"bad shape {list(shape)}")
         for field in op.FIELDS:
@@ -156,8 +157,9 @@ class _TableWriter:
                     raise self.bad(
                         op, f"strides {list(int_values(each))} for shape {list(shape)}"
                     )
-        if op.element_type not in BY_IR:
-            raise self.bad(op, f"unknown element type {op.element_type}")
+        element_type = prop(op, "element_type", Attribute)
+        if element_type not in BY_IR:
+            raise self.bad(op, f"unknown element type {element_type}")
         return len(shape)
 
     def fill(self, entry, op: dma.InstructionOp, loop: int) -> None:
@@ -254,7 +256,7 @@ def _instruction(stream: Stream, entry, location) -> Operation:
     return kind.create(properties=properties, location=location)
 
 
-def _location(origin: Origin) -> Attribute | None:
+def _location(origin: Origin) -> LocationAttr:
     if origin.loc is None:
         return UnknownLoc()
     location = FileLineColLoc(

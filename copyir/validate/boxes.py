@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ShapedType
 
 from copyir import errors, limits
 from copyir.dtypes import BY_NAME, DTYPES
+from copyir.index import row_major_strides
 from copyir.machine import SPACES
 from copyir.stream import (
     Buffer,
@@ -63,7 +64,7 @@ class BufferIndex:
         strides = np.ones((len(buffers), rank), np.int64)
         for i, b in enumerate(buffers):
             shapes[i, : len(b.shape)] = b.shape
-            strides[i, : len(b.shape)] = ShapedType.strides_for_shape(b.shape)
+            strides[i, : len(b.shape)] = row_major_strides(b.shape)
         codes = {d.name: i for i, d in enumerate(DTYPES)}
         dtypes = np.array([codes[BY_NAME[b.dtype].name] for b in buffers], np.int64)
         starts, ids = {}, {}

@@ -16,6 +16,7 @@ comes from the verifier.
 """
 
 from xdsl.ir import Dialect
+from xdsl.irdl import IRDLOperation
 
 from .base import (
     ACTIONS,
@@ -44,7 +45,7 @@ from .control import (
 )
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
 from .generic import fast_accessors, types_as_written
-from .indexing import check_subscript
+from .indexing import all_given, check_subscript
 from .pipeline import (
     IN,
     OUT,
@@ -129,6 +130,7 @@ Copy = Dialect(
     ],
 )
 for _op in Copy.operations:
+    assert issubclass(_op, IRDLOperation)  # every copy op is declared
     fast_accessors(_op)
     types_as_written(_op)
 
@@ -187,6 +189,7 @@ __all__ = [
     "_check_subscript",
     "_print_tree_side",
     "action_attr",
+    "all_given",
     "body_of",
     "check_action",
     "check_block_indices",

@@ -11,8 +11,8 @@ program, so that each view is folded once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.utils import EnumAttribute
@@ -142,13 +142,16 @@ def parse_operands(parser: Parser) -> list[UnresolvedOperand]:
     )
 
 
+AnyCopyOp = TypeVar("AnyCopyOp", bound=CopyOp)
+
+
 def create_typed(
-    cls: type[CopyOp],
+    cls: type[AnyCopyOp],
     parser: Parser,
     operands: Sequence[UnresolvedOperand],
-    properties: dict[str, Attribute],
+    properties: Mapping[str, Attribute],
     result_types: Sequence[Attribute] = (),
-) -> CopyOp:
+) -> AnyCopyOp:
     """The op, from the rest of `%a, %b <options> attr-dict : !ta, !tb`.
 
     The types are taken as written and only the verifier checks them
@@ -254,10 +257,10 @@ def expect_descriptor(op: str, src: SSAValue, dst: SSAValue, sem: SSAValue) -> N
 
 
 def check_ends(src: SSAValue, dst: SSAValue) -> None:
-    """Two refs of one dtype and shape; a mismatch carries a note naming
-    both ends with their types."""
+    """Two refs (as `expect_descriptor` found) of one dtype and shape; a
+    mismatch carries a note naming both ends with their types."""
     try:
-        check_dma_types(src.type, dst.type)
+        check_dma_types(cast(RefType, src.type), cast(RefType, dst.type))
     except CopyIRError as err:
         raise CopyIRError(err.message, notes=(Note(types_note(src, dst)),)) from None
 
@@ -289,7 +292,7 @@ def check_no_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses) -> None:
         )
 
 
-def check_evaluable(exprs: list[AffineExpr]) -> None:
+def check_evaluable(exprs: Sequence[AffineExpr]) -> None:
     """Index expressions have a value at every point: their constants fit
     in 64 bits and none divides by zero."""
     if (value := constant_out_of_range(exprs)) is not None:

@@ -40,6 +40,7 @@ from xdsl.irdl.operations import (
     irdl_op_verify_regions,
     verify_variadic_size,
 )
+from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 _operands = attrgetter("_operands")
@@ -303,4 +304,10 @@ def types_as_written(cls: type[IRDLOperation]) -> None:
     program = TypesAsWritten(
         FormatProgram.from_str(op_def.assembly_format, op_def).stmts
     )
-    cls.parse = classmethod(lambda cls, parser: program.parse(parser, cls))
+
+    @classmethod
+    def parse(op_type: type[IRDLOperation], parser: Parser) -> IRDLOperation:
+        return program.parse(parser, op_type)
+
+    # pyright types the assignment as if it bound the classmethod it stores
+    cls.parse = parse  # pyright: ignore[reportAttributeAccessIssue]

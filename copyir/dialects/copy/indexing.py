@@ -11,9 +11,9 @@ with one (`copy.view`, `copy.sem_index`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeGuard, cast
 
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import I64, DenseArrayBase, IndexType
 from xdsl.dialects.utils import print_dynamic_index_list
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation
@@ -46,6 +46,11 @@ def mixed(static: Sequence[int], dynamic: Sequence[SSAValue]) -> list[Index | No
         return list(static)
     values = iter(dynamic)
     return [next(values, None) if i == DYNAMIC else i for i in static]
+
+
+def all_given(indices: Sequence[Index | None]) -> TypeGuard[Sequence[Index]]:
+    """Whether no operand ran out in a list from `mixed`."""
+    return None not in indices
 
 
 def index_text(index: Index) -> str:
@@ -102,13 +107,13 @@ class IndexList(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
-        static = self.static.get(op)
+        static = cast("DenseArrayBase[I64]", self.static.get(op))
         print_index_list(printer, static.get_values(), self.dynamic.get(op))
 
 
 def subscript_text(offset: Index | None, size: int, dropped: bool) -> str:
-    if isinstance(offset, SSAValue):
-        name = describe(offset)
+    if isinstance(offset, SSAValue) or offset is None:
+        name = "None" if offset is None else describe(offset)  # None: see `mixed`
         return name if dropped else f"ds({name}, {size})"
     return str(offset) if dropped else f"{offset}:{offset + size}"
 
@@ -171,9 +176,8 @@ class IndexedOp(CopyOp):
     DYNAMIC_WORD: ClassVar[str] = "indices"
     """What the messages call the list's entries (`offsets` for a view)."""
 
-    @property
-    def source(self) -> SSAValue:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # each subclass declares it, an operand
+        source: SSAValue
 
     def static_starts(self) -> Sequence[int]:
         raise NotImplementedError
@@ -184,8 +188,9 @@ class IndexedOp(CopyOp):
     def subscripts(self) -> list[Subscript]:
         raise NotImplementedError
 
-    def starts(self) -> list[Index]:
-        """Each subscript's start: an integer, or the index value it takes."""
+    def starts(self) -> list[Index | None]:
+        """Each subscript's start: an integer, or the index value it takes
+        (None where the operands run out, see `mixed`)."""
         return mixed(self.static_starts(), self.dynamic_starts())
 
     def subscripts_text(self) -> str:

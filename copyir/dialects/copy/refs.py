@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IndexType, StringAttr
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -92,7 +92,7 @@ class KernelOp(CopyOp):
         return self.sym_name.data
 
     @property
-    def params(self) -> tuple[SSAValue, ...]:
+    def params(self) -> tuple[BlockArgument, ...]:
         return tuple(self.body.block.args)
 
     @property
@@ -213,8 +213,9 @@ def kernel_level(op: Operation) -> Operation:
     """The op itself if it is in a kernel's body, else the loop or
     condition there that holds it: where what it needs once per kernel (a
     semaphore, a buffer) goes."""
-    while not isinstance(op.parent_op(), KernelOp):
-        op = op.parent_op()
+    while not isinstance(parent := op.parent_op(), KernelOp):
+        assert parent is not None, "the op is in a kernel"
+        op = parent
     return op
 
 
@@ -315,7 +316,7 @@ class ViewOp(IndexedOp):
                 zip(int_values(offsets), int_values(sizes), strict=False)
             )
         ]
-        self.__dict__["_subscripts"] = (offsets, sizes, dropped, decoded)
+        vars(self)["_subscripts"] = (offsets, sizes, dropped, decoded)
         return decoded
 
     def check(self) -> None:

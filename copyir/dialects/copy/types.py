@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, IntAttr
 from xdsl.dialects.utils import EnumAttribute
@@ -84,6 +85,9 @@ def _print_shape_and_element(
 
 class Shaped:
     """A type with a `shape` parameter of integers."""
+
+    if TYPE_CHECKING:  # the parameter each type declares
+        shape: ArrayAttr[IntAttr]
 
     def get_shape(self) -> tuple[int, ...]:
         return tuple(d.data for d in self.shape.data)

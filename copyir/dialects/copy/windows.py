@@ -5,6 +5,7 @@ and `copy_out`) and one slot as a ref (`copy.window`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -56,6 +57,8 @@ from .base import (
     set_name,
 )
 from .indexing import (
+    Index,
+    all_given,
     index_text,
     mixed,
     parse_optional_index_list,
@@ -84,7 +87,7 @@ def slot_of(dynamic: SSAValue | None, static: IntegerAttr | None) -> int | SSAVa
 
 def check_slot(slot: int | SSAValue, bref: SSAValue) -> None:
     """A static slot is one of the BufferedRef's buffers."""
-    buffers = bref.type.buffers.data
+    buffers = cast(BufferedRefType, bref.type).buffers.data
     if isinstance(slot, int) and not 0 <= slot < buffers:
         raise CopyIRError(
             errors.SLOT_OUT_OF_RANGE.format(
@@ -109,7 +112,8 @@ class Slot(CustomDirective):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
-        print_slot(printer, slot_of(self.dynamic.get(op), self.static.get(op)))
+        static = cast(IntegerAttr | None, self.static.get(op))
+        print_slot(printer, slot_of(self.dynamic.get(op), static))
 
 
 def parse_slot(parser: Parser) -> tuple[int, UnresolvedOperand | None]:
@@ -290,8 +294,9 @@ class BufferedCopyOp(CopyOp):
         return DmaAction(word) if word in ACTIONS else word
 
     @property
-    def block_indices(self) -> tuple[int | SSAValue, ...] | None:
-        """The block indices: integers, or the index values they take."""
+    def block_indices(self) -> tuple[Index | None, ...] | None:
+        """The block indices: integers, or the index values they take (None
+        where the operands run out, see `mixed`)."""
         attr = self.dst_indices if self.copy_in else self.src_indices
         if attr is None:
             return None
@@ -325,7 +330,7 @@ class BufferedCopyOp(CopyOp):
             raise CopyIRError(errors.NEITHER_BUFFERED)
         bref, plain = self.bref, self.plain
         bref_name = describe(bref)
-        type: BufferedRefType = bref.type
+        type = cast(BufferedRefType, bref.type)
         plain_indices = self.src_indices if self.copy_in else self.dst_indices
         if plain_indices is not None:
             raise CopyIRError(
@@ -350,7 +355,7 @@ class BufferedCopyOp(CopyOp):
             if not type.is_trivial_windowing:
                 raise CopyIRError(errors.MISSING_BLOCK_INDICES.format(bref=bref_name))
         else:
-            if None in indices:
+            if not all_given(indices):
                 raise CopyIRError(
                     errors.MALFORMED_VIEW.format(
                         name=bref_name, why="its dynamic indices and operands disagree"
@@ -378,10 +383,10 @@ class BufferedCopyOp(CopyOp):
         src_type = parser.parse_type()
         parser.parse_punctuation("->")
         dst_type = parser.parse_type()
-        sem_type = None
+        sem_typed = None
         if sem is not None:
             parser.parse_punctuation(",")
-            sem_type = parser.parse_type()
+            sem_typed = (sem, parser.parse_type())
         properties = cls.index_properties(src_indices, dst_indices, slot)
         if action is not None:
             properties["action"] = action_attr(action)
@@ -394,7 +399,7 @@ class BufferedCopyOp(CopyOp):
                 parser.resolve_operand(dst, dst_type),
                 *resolve_indices(parser, dynamic),
                 *resolve_indices(parser, [slot_operand] if slot_operand else []),
-                *([parser.resolve_operand(sem, sem_type)] if sem is not None else []),
+                *([parser.resolve_operand(*sem_typed)] if sem_typed else []),
             ],
             properties=properties,
         )
@@ -511,7 +516,7 @@ class WindowOp(CopyOp):
         return ref_type(window.get_shape()[1:], window.element_type, window.space_name)
 
     def check(self) -> None:
-        bref: BufferedRefType = self.bref.type
+        bref = cast(BufferedRefType, self.bref.type)
         check_slot(self.slot_value, self.bref)
         if self.result.type != self.slot_type(bref):
             raise CopyIRError(

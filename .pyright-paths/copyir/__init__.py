@@ -1,0 +1,1 @@
+../../copyir/__init__.py
