@@ -111,7 +111,9 @@ def compute_region(expression: str, dtype: str, inputs: int) -> str:
     out = StringIO()
     Printer(stream=out).print_attribute(element)
     dtype = out.getvalue()  # as MLIR writes it: ui8 for u8
-    names = {arg: f"%{1000 + k}" for k, arg in enumerate(region.block.args)}
+    names: dict[SSAValue, str] = {
+        arg: f"%{1000 + k}" for k, arg in enumerate(region.block.args)
+    }
     lines = ["{"]
     if inputs:
         args = ", ".join(f"{names[a]}: {dtype}" for a in region.block.args)

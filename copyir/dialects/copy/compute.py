@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import LocationAttr, NoneType, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
+    IRDLOperation,
     irdl_op_definition,
     operand_def,
     region_def,
@@ -93,7 +94,9 @@ class ComputeOp(CopyOp):
         ValueError where the region is not one (the verifier says why)."""
         block = self.body.block
         _check_size(list(block.ops))  # bounds the tree and its recursion
-        inputs = {arg: Operand(k) for k, arg in enumerate(block.args)}
+        inputs: dict[SSAValue, Expression] = {
+            arg: Operand(k) for k, arg in enumerate(block.args)
+        }
 
         def tree(value: SSAValue) -> Expression:
             if value in inputs:
@@ -155,8 +158,8 @@ class ComputeOp(CopyOp):
                     op=ops[-1].name if ops else "an empty block"
                 )
             )
-        defined = set(block.args)
-        values = [*block.args]
+        defined: set[SSAValue] = set(block.args)
+        values: list[SSAValue] = [*block.args]
         for op in ops:
             if not isinstance(op, ScalarOp) and op is not ops[-1]:
                 raise CopyIRError(errors.COMPUTE_REGION_OP.format(op=op.name))
@@ -257,6 +260,7 @@ def body_of(
 def _verify_each(ops: Sequence[Operation]) -> None:
     """IRDL's checks of each op's shape, then its dtype rule."""
     for op in ops:
+        assert isinstance(op, IRDLOperation)  # check_body has seen to it
         verify_generic(op)
         if isinstance(op, ScalarOp):
             op.check()
