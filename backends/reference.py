@@ -14,9 +14,9 @@ here); a `copy.when` evaluates its affine sets; a `copy.index` evaluates its
 map with xDSL's `AffineMap.eval`, in plain Python integers. A descriptor
 (`copy.async_copy`) is the (src, dst) pair of views evaluated where it is
 made; starting it copies at once and waiting it does nothing, and so for an
-asynchronous `buffered_copy`. A `copy.compute` is evaluated here by a tree
-walk of numpy ufuncs in the destination's dtype, one ufunc per operation,
-so that each operation rounds in that dtype (bfloat16 after every one),
+asynchronous `buffered_copy`. A `copy.compute` runs its region of scalar
+ops on whole arrays, one numpy ufunc per op in the destination's dtype, so
+that each operation rounds in that dtype (bfloat16 after every one),
 integers wrap, and `max`/`min` propagate NaN as `np.maximum`/`np.minimum`.
 
 It shares no index or address arithmetic with the lowering (nothing from
@@ -41,14 +41,16 @@ from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
     PythonValues,
+    ReturnedValues,
     impl,
+    impl_terminator,
     register_impls,
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstraintKind, AffineSet
 
 from copyir import errors
-from copyir.compute import Apply, Expression, Literal, Operand, parse_expression
+from copyir.dialects import scalar
 from copyir.dialects.copy import (
     BLOCKED,
     DYNAMIC,
@@ -120,40 +122,57 @@ def holds_at(affine_set: AffineSet, dims: Sequence[int]) -> bool:
     )
 
 
-_REFERENCE_UFUNCS: dict[str, np.ufunc] = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.true_divide,
-    "max": np.maximum,
-    "min": np.minimum,
-    "neg": np.negative,
-}
-
-
 @functools.lru_cache(maxsize=1024)
 def literal(text: str, dtype: np.dtype) -> np.ndarray:
-    """A literal as a 0-d array of the destination's dtype (the verifier has
-    checked that it fits: no float literal for integers, no overflow); made
-    once, not per iteration, and only ever read."""
+    """A literal as a 0-d array of its dtype (the verifier has checked that
+    it fits: no float literal for integers, no overflow); made once, not
+    per iteration, and only ever read."""
     if np.issubdtype(dtype, np.integer):
         return np.array(int(text), dtype)
     return np.array(float(text), dtype)
 
 
-def compute_value(
-    expression: Expression, operands: Sequence[np.ndarray], dtype: np.dtype
-) -> np.ndarray:
-    """The expression's value: each operation one ufunc whose operands are
-    both of `dtype`, so numpy (and ml_dtypes for bfloat16) keeps the dtype
-    and rounds, or wraps, after every operation."""
-    if isinstance(expression, Operand):
-        return operands[expression.index]
-    if isinstance(expression, Literal):
-        return literal(expression.text, dtype)
-    assert isinstance(expression, Apply)
-    args = [compute_value(a, operands, dtype) for a in expression.args]
-    return _REFERENCE_UFUNCS[expression.operation](*args)
+@register_impls
+class ScalarReference(InterpreterFunctions):
+    """The meaning of each scalar op: one numpy ufunc whose operands are
+    all of the op's dtype, so that numpy (and ml_dtypes for bfloat16)
+    keeps the dtype and rounds, or wraps, after every operation."""
+
+    @impl(scalar.AddOp)
+    def run_add(self, interpreter: Interpreter, op: scalar.AddOp, args):
+        return (np.add(*args),)
+
+    @impl(scalar.SubOp)
+    def run_sub(self, interpreter: Interpreter, op: scalar.SubOp, args):
+        return (np.subtract(*args),)
+
+    @impl(scalar.MulOp)
+    def run_mul(self, interpreter: Interpreter, op: scalar.MulOp, args):
+        return (np.multiply(*args),)
+
+    @impl(scalar.DivOp)
+    def run_div(self, interpreter: Interpreter, op: scalar.DivOp, args):
+        return (np.true_divide(*args),)
+
+    @impl(scalar.MaxOp)
+    def run_max(self, interpreter: Interpreter, op: scalar.MaxOp, args):
+        return (np.maximum(*args),)  # NaN if either is
+
+    @impl(scalar.MinOp)
+    def run_min(self, interpreter: Interpreter, op: scalar.MinOp, args):
+        return (np.minimum(*args),)
+
+    @impl(scalar.NegOp)
+    def run_neg(self, interpreter: Interpreter, op: scalar.NegOp, args):
+        return (np.negative(*args),)
+
+    @impl(scalar.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: scalar.ConstantOp, args):
+        return (literal(op.literal.data, scalar.dtype_of(op.result.type).numpy),)
+
+    @impl_terminator(scalar.YieldOp)
+    def run_yield(self, interpreter: Interpreter, op: scalar.YieldOp, args):
+        return ReturnedValues(args), ()
 
 
 # --------------------------------------------------------------------------
@@ -426,10 +445,11 @@ class CopyReference(InterpreterFunctions):
 
     @impl(ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: ComputeOp, args):
-        expression = self.plan(op, lambda: parse_expression(op.expression.data))
+        """The region, run once on whole arrays (`ScalarReference`)."""
         dst = args[0]
         with np.errstate(all="ignore"):  # overflow and NaN are the semantics
-            dst[...] = compute_value(expression, args[1:], dst.dtype)
+            (value,) = interpreter.run_ssacfg_region(op.body, args[1:], "compute")
+            dst[...] = value
         return ()
 
 
@@ -575,6 +595,7 @@ def run_reference(
     interpreter = Interpreter(_module_of(kernel))
     functions = CopyReference()
     interpreter.register_implementations(functions)
+    interpreter.register_implementations(ScalarReference())
     try:
         functions.run_block(interpreter, kernel.body.block, tuple(params))
     except CopyIRError as err:

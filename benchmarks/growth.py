@@ -409,7 +409,10 @@ def pipeline_text(n: int) -> str:
     spec = f"{ref} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2"
     return f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
   copy.pipeline grid({n}) in %x : {spec}, out %y : {spec} (%xw, %yw, %i) {{
-    copy.compute %yw = "$0" (%xw) : {window}, {window}
+    copy.compute %yw (%xw) : {window}, {window} {{
+    ^bb0(%element: f32):
+      scalar.yield %element : f32
+    }}
   }}
 }}
 """
@@ -488,7 +491,10 @@ def _check_parallel_pipeline(n: int) -> Stage:
     grid = f"grid({n}, 2) dimension_semantics [parallel, arbitrary]"
     text = f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
   copy.pipeline {grid} {specs} (%xw, %yw, %i, %j) {{
-    copy.compute %yw = "$0" (%xw) : {window}, {window}
+    copy.compute %yw (%xw) : {window}, {window} {{
+    ^bb0(%element: f32):
+      scalar.yield %element : f32
+    }}
   }}
 }}
 """

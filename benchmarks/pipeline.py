@@ -36,7 +36,10 @@ def pipeline(steps: int) -> str:
     spec = f"{ref} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2"
     return f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
   copy.pipeline grid({steps}) in %x : {spec}, out %y : {spec} (%xw, %yw, %i) {{
-    copy.compute %yw = "$0" (%xw) : {window}, {window}
+    copy.compute %yw (%xw) : {window}, {window} {{
+    ^bb0(%element: f32):
+      scalar.yield %element : f32
+    }}
   }}
 }}
 """

@@ -1,12 +1,15 @@
-"""Elementwise computations: what a compute statement evaluates.
+"""The prefix form of a computation, which streams keep: `(add (mul 2.0 $0)
+1.0)`.
 
-An expression is kept in IR properties and streams as a small prefix form,
-`(add (mul 2.0 $0) 1.0)`: `$k` is the k-th operand (a box of the
-destination's shape and dtype), numbers are literals that take the
-destination's dtype, and the operations are `add sub mul div max min neg`.
-Every operation is evaluated in the destination's dtype and rounds as
-numpy and ml_dtypes do (bfloat16 after every operation); integers wrap as
-numpy's do; `max` and `min` propagate NaN as `np.maximum` and `np.minimum`.
+In the IR a computation is a region of `scalar` ops (`copy.compute`, see
+`copyir.dialects.scalar` for the semantics and the dtype rules); a
+`dma.compute` keeps it as this text, made once by the lowering
+(`format_prefix`) and parsed once by whoever reads the stream
+(`Compute.tree`). `$k` is the k-th operand (a box of the destination's
+shape and dtype), numbers are literals that take the destination's dtype,
+and the operations are the scalar ops' words, `add sub mul div max min
+neg`. The same tree is what the authoring syntax reads and prints
+(`format_infix`).
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-OPERATIONS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "neg": 1}
+from copyir.dialects.scalar import OPERATIONS, ConstantOp, UnaryOp, literal_value
+
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-MINUS = ("sub", "neg")
-"""The operations numpy and JAX refuse on bool (`-` on True is not a bool)."""
 _TOKEN = re.compile(r"\s*(?:(\()|(\))|(\$\d+)|([-+]?[0-9][0-9a-zA-Z_.+-]*)|([a-z]+))")
 
 
@@ -32,10 +34,6 @@ class Operand:
 @dataclass(frozen=True)
 class Literal:
     text: str
-
-    @property
-    def is_float(self) -> bool:
-        return any(c in self.text for c in ".eEn")  # 1.5, 1e3, nan, inf
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ def _parse(tokens, at: int, text: str) -> tuple[Expression, int]:
     while at < len(tokens) and not tokens[at].group(2):
         arg, at = _parse(tokens, at, text)
         args.append(arg)
-    if at >= len(tokens) or len(args) != OPERATIONS[operation]:
+    if at >= len(tokens) or len(args) != arity(operation):
         raise ValueError(f"malformed expression {text!r}")
     return Apply(operation, tuple(args)), at + 1
 
@@ -123,67 +121,28 @@ def operands_used(expression: Expression) -> set[int]:
     return set().union(*(operands_used(a) for a in expression.args))
 
 
-def literal_value(literal: Literal, dtype: np.dtype):
-    """The literal in the destination's dtype; ValueError when it cannot
-    be (a float literal for integers, an integer out of range)."""
-    if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
-        if literal.is_float:
-            raise ValueError("float")
-        value = int(literal.text)
-        low, high = (0, 1) if dtype == np.bool_ else _int_range(dtype)
-        if not low <= value <= high:
-            raise ValueError("range")
-        return np.asarray(value, dtype)
-    with np.errstate(over="ignore"):  # an overflow is this ValueError
-        value = np.asarray(float(literal.text), dtype)
-    if np.isinf(value) and "inf" not in literal.text:
-        raise ValueError("range")
-    return value
+def arity(operation: str) -> int:
+    return 1 if issubclass(OPERATIONS[operation], UnaryOp) else 2
 
 
-def _int_range(dtype: np.dtype) -> tuple[int, int]:
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def check_expression(text: str, dtype, inputs: int) -> Expression:
-    """The expression of a computation into `dtype` (a `copyir.dtypes.DType`)
-    over `inputs` operands, or the verifier's error: literals must fit the
-    dtype, `/` is for floats, operands must exist."""
+def check_expression(expression: Expression, dtype, inputs: int) -> None:
+    """The verifier's rules for a computation into `dtype` (a
+    `copyir.dtypes.DType`) over `inputs` operands, each node's the scalar
+    op's, checked outermost first as `copy.compute` checks its region:
+    literals must fit the dtype, `/` is for floats, `-` not for bool; and
+    operands must exist."""
     from copyir import errors
     from copyir.errors import CopyIRError
 
-    try:
-        expression = parse_expression(text)
-    except ValueError as err:
-        raise CopyIRError(errors.COMPUTE_MALFORMED.format(why=err)) from None
-    numpy = dtype.numpy
-    floating = np.issubdtype(numpy, np.floating) or dtype.name == "bf16"
     for node in nodes(expression):
         if isinstance(node, Operand) and not 0 <= node.index < inputs:
             raise CopyIRError(
                 errors.COMPUTE_MALFORMED.format(why=f"no operand ${node.index}")
             )
-        if isinstance(node, Apply) and node.operation == "div" and not floating:
-            raise CopyIRError(errors.COMPUTE_INT_DIVISION.format(dtype=dtype.name))
-        if isinstance(node, Apply) and node.operation in MINUS and numpy == np.bool_:
-            raise CopyIRError(errors.COMPUTE_BOOL_MINUS)
+        if isinstance(node, Apply):
+            OPERATIONS[node.operation].check_dtype(dtype)
         if isinstance(node, Literal):
-            if node.is_float and not floating:
-                raise CopyIRError(
-                    errors.COMPUTE_FLOAT_LITERAL.format(
-                        literal=node.text, dtype=dtype.name
-                    )
-                )
-            try:
-                literal_value(node, numpy)
-            except (ValueError, OverflowError):
-                raise CopyIRError(
-                    errors.COMPUTE_LITERAL_RANGE.format(
-                        literal=node.text, dtype=dtype.name
-                    )
-                ) from None
-    return expression
+            ConstantOp.check_literal(node.text, dtype)
 
 
 def nodes(expression: Expression) -> Iterator[Expression]:
@@ -214,7 +173,7 @@ def compile_expression(
         index = expression.index
         return lambda operands: operands[index]
     if isinstance(expression, Literal):
-        value = literal_value(expression, dtype)
+        value = literal_value(expression.text, dtype)
         return lambda operands: value
     ufunc = _UFUNCS[expression.operation]
     args = [compile_expression(a, dtype) for a in expression.args]

@@ -20,6 +20,7 @@ validate's check beyond the field's own, the interpreter's use.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import PunctuationSpelling
 
 from copyir.attributes import i64_array, i64_attr, int_values, parse_i64
+from copyir.compute import Expression, parse_expression
 from copyir.dtypes import BY_IR, DTYPES
 from copyir.machine import SPACES
 
@@ -73,6 +75,12 @@ class Compute:
 
     expression: str
     operands: tuple[OperandBox, ...]
+
+    @functools.cached_property
+    def tree(self) -> Expression:
+        """The expression, parsed once for the validator and the executor;
+        ValueError where the text is not one."""
+        return parse_expression(self.expression)
 
 
 @dataclass(frozen=True)

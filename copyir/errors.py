@@ -247,6 +247,24 @@ COMPUTE_BOOL_MINUS = (
     "- is not defined on bool: numpy and JAX refuse to negate or subtract booleans"
 )
 COMPUTE_MALFORMED = "Malformed computation: {why}"
+COMPUTE_REGION_ARGUMENTS = (
+    "A computation's region takes one argument per input: {inputs} inputs, "
+    "{args} arguments"
+)
+COMPUTE_REGION_TYPE = (
+    "A computation's region computes in its destination's {dtype}, not in {type}"
+)
+COMPUTE_REGION_OP = (
+    "A computation's region holds scalar operations and ends with one "
+    "scalar.yield, not {op}"
+)
+COMPUTE_REGION_OUTSIDE = (
+    "A computation's region takes its inputs as arguments; {name} is defined outside it"
+)
+COMPUTE_TOO_LARGE = (
+    "Computation too large: {count} operations once its shared values are "
+    "written out, more than {limit}"
+)
 
 # Syntax and input.
 SYNTAX = "{what}"

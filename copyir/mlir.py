@@ -35,6 +35,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from copyir import errors
 from copyir.dialects.copy import Copy, set_name
 from copyir.dialects.dma import Dma
+from copyir.dialects.scalar import Scalar
 from copyir.errors import CopyIRError, Loc
 from copyir.locations import loc_of
 
@@ -63,6 +64,7 @@ def context() -> Context:
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Copy)
     ctx.load_dialect(Dma)
+    ctx.load_dialect(Scalar)
     return ctx
 
 

@@ -88,3 +88,43 @@ def _values_difference(xs, ys, mapping: dict[SSAValue, SSAValue]) -> str | None:
             return f"name {x.name_hint} vs {y.name_hint}"
         mapping[x] = y
     return None
+
+
+def compute_region(expression: str, dtype: str, inputs: int) -> str:
+    """The MLIR text of a `copy.compute` region, `{ ^bb0(...): ...
+    scalar.yield ... }`, for an expression in the prefix form of
+    `copyir.compute` (`(add (mul 2.0 $0) 1.0)`) in `dtype` (`f32`) over
+    `inputs` operands: tests that generate programs write their
+    computations so. Its values are numbered from `%1000`, unnamed as the
+    authoring syntax's are and apart from the `%0` of the program around."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    from copyir.compute import parse_expression
+    from copyir.dialects.copy import body_of
+    from copyir.dialects.scalar import ConstantOp
+    from copyir.dtypes import BY_NAME
+
+    element = BY_NAME[dtype].ir
+    region = body_of(parse_expression(expression), element, inputs)
+    out = StringIO()
+    Printer(stream=out).print_attribute(element)
+    dtype = out.getvalue()  # as MLIR writes it: ui8 for u8
+    names: dict[SSAValue, str] = {
+        arg: f"%{1000 + k}" for k, arg in enumerate(region.block.args)
+    }
+    lines = ["{"]
+    if inputs:
+        args = ", ".join(f"{names[a]}: {dtype}" for a in region.block.args)
+        lines.append(f"^bb0({args}):")
+    for op in region.block.ops:
+        operands = ", ".join(names[v] for v in op.operands)
+        if not op.results:
+            lines.append(f"  {op.name} {operands} : {dtype}")
+            continue
+        names[op.results[0]] = name = f"%{1000 + len(names)}"
+        if isinstance(op, ConstantOp):
+            operands = f'"{op.literal.data}"'
+        lines.append(f"  {name} = {op.name} {operands} : {dtype}")
+    return "\n".join([*lines, "}"])

@@ -1,8 +1,8 @@
 """copyir's dialects and passes for the stock `xdsl-opt`.
 
 The `xdsl.universe` entry point (pyproject.toml) names `COPYIR_UNIVERSE`,
-so that `xdsl-opt` parses, prints and transforms the `copy` and `dma`
-dialects with copyir's passes:
+so that `xdsl-opt` parses, prints and transforms the `copy`, `scalar`
+and `dma` dialects with copyir's passes:
 
     xdsl-opt prog.mlir -p expand-pytree-copies
 """
@@ -27,8 +27,14 @@ def _dma() -> Dialect:
     return Dma
 
 
+def _scalar() -> Dialect:
+    from copyir.dialects.scalar import Scalar
+
+    return Scalar
+
+
 COPYIR_UNIVERSE = Universe(
-    all_dialects={"copy": _copy, "dma": _dma},
+    all_dialects={"copy": _copy, "dma": _dma, "scalar": _scalar},
     # `cse` is xDSL's own pass, which xDSL's universe already names.
     all_passes={name: p for name, p in PASSES.items() if name != "cse"},
 )

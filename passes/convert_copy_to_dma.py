@@ -17,7 +17,8 @@ becomes an affine map of the enclosing loops' indices (d0 the outermost);
 a `copy.when` disappears into the predicate of each instruction inside it
 (the conjunction of the enclosing conditions, an `or` of affine sets). A
 descriptor's start and wait are DMAs of its three values; a computation
-becomes a `dma.compute` over the boxes of its destination and inputs.
+becomes a `dma.compute` over the boxes of its destination and inputs, its
+region of scalar ops written in the stream's prefix form.
 
 Needs expand-pipelines, expand-pytree-copies, expand-windows and
 assign-addresses first.
@@ -68,6 +69,7 @@ from copyir import dma_schema as schema
 from copyir import errors
 from copyir.access import Access, Accesses
 from copyir.attributes import i64_array, i64_attr, int_values, string_attr
+from copyir.compute import format_prefix
 from copyir.dialects import dma
 from copyir.dialects.copy import (
     AllocOp,
@@ -353,7 +355,7 @@ class _Lowering:
         properties = (
             schema.OWN.make(self.end(op.dst, context))
             | self.box(op.dst)
-            | schema.COMPUTATION.make(op.expression.data, inputs)
+            | schema.COMPUTATION.make(format_prefix(op.expression()), inputs)
         )
         return context.instruction(dma.ComputeOp, properties, op)
 

@@ -43,7 +43,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     LocationAttr,
     ModuleOp,
-    StringAttr,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -63,6 +62,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from copyir.compute import Literal
 from copyir.dialects.copy import (
     DYNAMIC,
     ELEMENT,
@@ -314,14 +314,9 @@ class ExpandBufferedCopy(_WindowPattern):
                 else:
                     window.append((0, whole, False))
             slab = _view(self.windows[op.bref], window, location)
-            ops += [
-                slab,
-                ComputeOp.create(
-                    operands=[slab.results[0]],
-                    properties={"expression": StringAttr(literal)},
-                    location=location,
-                ),
-            ]
+            padding = ComputeOp(slab.results[0], Literal(literal), [])
+            padding.location = location
+            ops += [slab, padding]
         return ops
 
 

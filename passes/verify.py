@@ -135,6 +135,9 @@ def _verify_op(
         raise CopyIRError(str(err), loc_of(op.location)) from None
     except CopyIRError as err:
         raise err.at(loc_of(op.location)) from None
+    if isinstance(op, ComputeOp):  # its region of scalar ops is its own check's
+        defined.update(op.results)
+        return
     inner_domain = _inner_domain(op, accesses, domain)
     for region in op.regions:
         for block in region.blocks:

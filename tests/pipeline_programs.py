@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from copyir.testing import compute_region
+
 BLOCK = (8, 128)
 NAMES = ("i", "j", "k")
 
@@ -154,8 +156,9 @@ class Pipeline:
         indices = ", ".join(f"%{NAMES[d]}" for d in range(len(self.grid)))
         first = self.inputs[0]
         body = "\n".join(
-            f'    copy.compute %{s.name}w = "(add $0 {k + 1}.0)" (%{first.name}w) : '
-            f"{window(first)}, {window(s)}"
+            f"    copy.compute %{s.name}w (%{first.name}w) : "
+            f"{window(first)}, {window(s)} "
+            + compute_region(f"(add $0 {k + 1}.0)", "f32", 1)
             for k, s in enumerate(self.outputs)
         )
         semantics = ["parallel"] * self.parallel

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr, f32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstraintExpr,
     AffineConstraintKind,
@@ -17,6 +17,8 @@ from xdsl.ir.affine import (
 
 import copyir
 from copyir import errors, pytree
+from copyir.compute import Apply, Literal, Operand
+from copyir.dialects import scalar
 from copyir.dialects.copy import (
     BLOCKED,
     DYNAMIC,
@@ -41,7 +43,20 @@ from copyir.dialects.copy import (
 from copyir.testing import module_difference
 
 LEAF = pytree.parse_spec("*")
-AXPY = "(add (mul 2.0 $0) 1.0)"
+AXPY = Apply("add", (Apply("mul", (Literal("2.0"), Operand(0))), Literal("1.0")))
+"""2.0 * x + 1.0 as an expression tree, which `ComputeOp` makes a region."""
+
+
+def axpy() -> Region:
+    """2.0 * x + 1.0 as the region of scalar ops it is, built op by op."""
+    block = Block(arg_types=[f32])
+    two = scalar.ConstantOp("2.0", f32)
+    product = scalar.MulOp(two.result, block.args[0])
+    one = scalar.ConstantOp("1.0", f32)
+    total = scalar.AddOp(product.result, one.result)
+    block.add_ops([two, product, one, total, scalar.YieldOp(total.result)])
+    return Region(block)
+
 
 STATIC_DMAS = """\
 kernel accumulate(a: f32[8, 128] @hbm, b: f32[8, 128] @hbm, out: f32[8, 128] @hbm) {
@@ -208,7 +223,7 @@ def compute() -> ModuleOp:
             xv,
             yv,
             SyncCopyOp(LEAF, [x], LEAF, [xv.result]),
-            ComputeOp(yv.result, AXPY, [xv.result]),
+            ComputeOp(yv.result, axpy(), [xv.result]),
             SyncCopyOp(LEAF, [yv.result], LEAF, [y]),
         ]
     )
@@ -260,7 +275,12 @@ def test_a_declared_type_keeps_its_documented_message():
     text = """copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   %b = copy.alloc : !copy.ref<8x128xf32, vmem>
   %s = copy.semaphore : !copy.sem
-  copy.compute %b = "(add $0 1.0)" (%s) : !copy.ref<8x128xf32, vmem>, !copy.sem
+  copy.compute %b (%s) : !copy.ref<8x128xf32, vmem>, !copy.sem {
+  ^bb0(%a: f32):
+    %one = scalar.constant "1.0" : f32
+    %r = scalar.add %a, %one : f32
+    scalar.yield %r : f32
+  }
 }
 """
     with pytest.raises(copyir.CopyIRError) as caught:

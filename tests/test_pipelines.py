@@ -27,6 +27,11 @@ import copyir
 from copyir import errors
 from copyir.api import apply_passes, pipeline
 from copyir.errors import CopyIRError
+from copyir.testing import compute_region
+
+AXPY = compute_region("(add (mul 2.0 $0) 1.0)", "f32", 1)
+COPY = compute_region("$0", "f32", 1)
+SUM = compute_region("(add $0 $1)", "f32", 2)
 
 
 def f32(shape) -> str:
@@ -57,7 +62,7 @@ def scale(
     shape = (rows, cols)
     return f"""copy.kernel @scale(%x: {f32(shape)}, %y: {f32(shape)}) {{
   copy.pipeline grid({", ".join(map(str, grid))}){options} in %x : {f32(shape)} block [{block[0]}, {block[1]}] index {index} buffers {in_buffers}, out %y : {f32(shape)} block [{block[0]}, {block[1]}] index {index} buffers {out_buffers} (%xw, %yw, {names}) {{
-    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : {vmem(block)}, {vmem(block)}
+    copy.compute %yw (%xw) : {vmem(block)}, {vmem(block)} {AXPY}
   }}
 }}
 """
@@ -121,10 +126,10 @@ def test_a_ragged_pipeline_copies_every_element_in_every_mode():
 ROWSUM = f"""copy.kernel @rowsum(%x: {f32((16, 512))}, %y: {f32((16, 128))}) {{
   copy.pipeline grid(2, 4) in %x : {f32((16, 512))} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2, out %y : {f32((16, 128))} block [8, 128] index affine_map<(d0, d1) -> (d0, 0)> buffers 2 (%xw, %yw, %i, %j) {{
     copy.when [affine_set<(d0) : (d0 == 0)>](%j) {{
-      copy.compute %yw = "$0" (%xw) : {vmem((8, 128))}, {vmem((8, 128))}
+      copy.compute %yw (%xw) : {vmem((8, 128))}, {vmem((8, 128))} {COPY}
     }}
     copy.when [affine_set<(d0) : (d0 - 1 >= 0)>](%j) {{
-      copy.compute %yw = "(add $0 $1)" (%yw, %xw) : {vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}
+      copy.compute %yw (%yw, %xw) : {vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))} {SUM}
     }}
   }}
 }}
@@ -146,9 +151,10 @@ def test_an_output_block_that_stays_put_accumulates_in_vmem():
 
 
 def test_a_body_that_reads_its_output_before_writing_it_is_reported():
-    program = ROWSUM.replace('"$0" (%xw)', '"(add $0 $1)" (%yw, %xw)').replace(
-        f"{vmem((8, 128))}, {vmem((8, 128))}\n    }}\n    copy.when",
-        f"{vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}\n    }}\n    copy.when",
+    window = vmem((8, 128))
+    program = ROWSUM.replace(
+        f"copy.compute %yw (%xw) : {window}, {window} {COPY}",
+        f"copy.compute %yw (%yw, %xw) : {window}, {window}, {window} {SUM}",
         1,
     )
     with pytest.raises(CopyIRError) as err:
@@ -165,10 +171,10 @@ def carried(parallel: bool) -> str:
     options = " dimension_semantics [parallel]" if parallel else ""
     return f"""copy.kernel @carry(%x: {f32((32, 128))}, %y: {f32((32, 128))}) {{
   %acc = copy.alloc : {vmem((8, 128))}
-  copy.compute %acc = "0.0" () : {vmem((8, 128))}
+  copy.compute %acc () : {vmem((8, 128))} {compute_region("0.0", "f32", 0)}
   copy.pipeline grid(4){options} in %x : {f32((32, 128))} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2, out %y : {f32((32, 128))} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2 (%xw, %yw, %i) {{
-    copy.compute %acc = "(add $0 $1)" (%acc, %xw) : {vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))}
-    copy.compute %yw = "$0" (%acc) : {vmem((8, 128))}, {vmem((8, 128))}
+    copy.compute %acc (%acc, %xw) : {vmem((8, 128))}, {vmem((8, 128))}, {vmem((8, 128))} {SUM}
+    copy.compute %yw (%acc) : {vmem((8, 128))}, {vmem((8, 128))} {COPY}
   }}
 }}
 """
@@ -232,7 +238,7 @@ def test_consecutive_element_windows_that_overlap_race():
     index = "affine_map<(d0) -> (d0 * 8, 0)>"
     program = f"""copy.kernel @overlap(%x: {f32(shape)}, %y: {f32(shape)}) {{
   copy.pipeline grid(2) in %x : {f32(shape)} block {block} index {index} buffers 2, out %y : {f32(shape)} block {block} index {index} buffers 2 (%xw, %yw, %i) {{
-    copy.compute %yw = "$0" (%xw) : {vmem((16, 128))}, {vmem((16, 128))}
+    copy.compute %yw (%xw) : {vmem((16, 128))}, {vmem((16, 128))} {COPY}
   }}
 }}
 """
@@ -339,7 +345,7 @@ def revisiting(index: str, options: str = "") -> str:
     shape = (16, 256)
     return f"""copy.kernel @revisit(%x: {f32((24, 256))}, %y: {f32(shape)}) {{
   copy.pipeline grid(3, 2){options} in %x : {f32((24, 256))} block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2, out %y : {f32(shape)} block [8, 128] index affine_map<(d0, d1) -> ({index})> buffers 2 (%xw, %yw, %i, %j) {{
-    copy.compute %yw = "$0" (%xw) : {vmem((8, 128))}, {vmem((8, 128))}
+    copy.compute %yw (%xw) : {vmem((8, 128))}, {vmem((8, 128))} {COPY}
   }}
 }}
 """
@@ -376,10 +382,10 @@ def test_a_block_index_outside_the_array_names_its_iteration():
 
 def test_a_body_that_writes_an_input_window_is_reported_at_the_write():
     program = scale().replace(
-        'copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw)',
-        'copy.compute %xw = "(add $0 1.0)" (%xw) : '
-        f"{vmem((8, 128))}, {vmem((8, 128))}\n"
-        '    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw)',
+        "copy.compute %yw (%xw)",
+        f"copy.compute %xw (%xw) : {vmem((8, 128))}, {vmem((8, 128))} "
+        + compute_region("(add $0 1.0)", "f32", 1)
+        + "\n    copy.compute %yw (%xw)",
     )
     with pytest.raises(CopyIRError) as err:
         copyir.verify(copyir.parse(program, format="mlir"))

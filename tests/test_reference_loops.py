@@ -28,6 +28,7 @@ from copyir import errors
 from copyir.cli import main
 from copyir.dtypes import BY_NAME
 from copyir.errors import CopyIRError
+from copyir.testing import compute_region
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -397,7 +398,7 @@ def computation(expression: str, dtype: str, inputs: int, shape=(4, 16)) -> str:
     return f"""copy.kernel @k({params}, %y: {hbm}) {{
 {body}
   %out = copy.alloc : {vmem}
-  copy.compute %out = "{expression}" ({operands}) : {vmem}{types}
+  copy.compute %out ({operands}) : {vmem}{types} {compute_region(expression, dtype, inputs)}
   copy.sync_copy %out -> %y : ({vmem}) -> ({hbm})
 }}
 """
@@ -516,11 +517,11 @@ def test_accumulate_into_a_ref_that_is_also_an_input():
     text = f"""copy.kernel @k(%x: {x}, %y: {row}) {{
   %acc = copy.alloc : {vrow}
   %xw = copy.alloc : {vrow}
-  copy.compute %acc = "0" () : {vrow}
+  copy.compute %acc () : {vrow} {compute_region("0", "f32", 0)}
   copy.for %i in range(0, 6) {{
     %xv = copy.view %x[%i] : {x}
     copy.sync_copy %xv -> %xw : ({row}) -> ({vrow})
-    copy.compute %acc = "(add $0 $1)" (%acc, %xw) : {vrow}, {vrow}, {vrow}
+    copy.compute %acc (%acc, %xw) : {vrow}, {vrow}, {vrow} {compute_region("(add $0 $1)", "f32", 2)}
   }}
   copy.sync_copy %acc -> %y : ({vrow}) -> ({row})
 }}
@@ -545,7 +546,7 @@ def test_smem_scalars_compute_element_by_element():
   %a0 = copy.view %sa[0] : {s}
   %b1 = copy.view %sb[1] : {s}
   %y2 = copy.view %sy[2] : {s}
-  copy.compute %y2 = "(max $0 (sub $1 1))" (%a0, %b1) : {e}, {e}, {e}
+  copy.compute %y2 (%a0, %b1) : {e}, {e}, {e} {compute_region("(max $0 (sub $1 1))", "i32", 2)}
   copy.sync_copy %sy -> %y : ({s}) -> ({v})
 }}
 """

@@ -25,6 +25,7 @@ import copyir
 from copyir import errors
 from copyir.api import apply_passes, pipeline
 from copyir.errors import CopyIRError
+from copyir.testing import compute_region
 
 
 def ref(shape, dtype: str = "f32", space: str = "hbm") -> str:
@@ -77,7 +78,7 @@ def one_pipeline(
     names = ", ".join(f"%{n}" for n in "ijk"[: len(grid)])
     return f"""copy.kernel @p(%x: {array}, %y: {array}) {{
   copy.pipeline grid({", ".join(map(str, grid))}) in %x : {spec} 3, out %y : {spec} 2 (%xw, %yw, {names}) {{
-    copy.compute %yw = "{body}" (%xw) : {ref(window, dtype, "vmem")}, {ref(window, dtype, "vmem")}
+    copy.compute %yw (%xw) : {ref(window, dtype, "vmem")}, {ref(window, dtype, "vmem")} {compute_region(body, dtype, 1)}
   }}
 }}
 """
@@ -120,7 +121,7 @@ def test_element_windows_with_a_stride_and_a_squeezed_dimension():
     x_type, y_type = ref((2, 36, 128)), ref((2, 64, 128))
     program = f"""copy.kernel @p(%x: {x_type}, %y: {y_type}) {{
   copy.pipeline grid(2, 8) in %x : {x_type} block [squeezed, element 8, 128] index affine_map<(d0, d1) -> (d0, d1 * 4, 0)> buffers 2, out %y : {y_type} block [squeezed, 8, 128] index affine_map<(d0, d1) -> (d0, d1, 0)> buffers 2 (%xw, %yw, %k, %i) {{
-    copy.compute %yw = "(neg $0)" (%xw) : {ref((8, 128), "f32", "vmem")}, {ref((8, 128), "f32", "vmem")}
+    copy.compute %yw (%xw) : {ref((8, 128), "f32", "vmem")}, {ref((8, 128), "f32", "vmem")} {compute_region("(neg $0)", "f32", 1)}
   }}
 }}
 """
@@ -141,10 +142,10 @@ def test_an_accumulator_revisited_along_two_inner_axes():
     program = f"""copy.kernel @p(%x: {x_type}, %y: {y_type}) {{
   copy.pipeline grid(2, 2, 2) in %x : {x_type} block [8, 128] index affine_map<(d0, d1, d2) -> (d0, d1 * 2 + d2)> buffers 2, out %y : {y_type} block [8, 128] index affine_map<(d0, d1, d2) -> (d0, 0)> buffers 2 (%xw, %yw, %i, %j, %k) {{
     copy.when [affine_set<(d0, d1) : (d0 == 0, d1 == 0)>](%j, %k) {{
-      copy.compute %yw = "$0" (%xw) : {window}, {window}
+      copy.compute %yw (%xw) : {window}, {window} {compute_region("$0", "f32", 1)}
     }}
     copy.when [affine_set<(d0, d1) : (d0 - 1 >= 0)>, affine_set<(d0, d1) : (d1 - 1 >= 0)>](%j, %k) {{
-      copy.compute %yw = "(add $0 $1)" (%yw, %xw) : {window}, {window}, {window}
+      copy.compute %yw (%yw, %xw) : {window}, {window}, {window} {compute_region("(add $0 $1)", "f32", 2)}
     }}
   }}
 }}

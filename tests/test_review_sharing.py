@@ -40,7 +40,10 @@ COMPUTE_THEN_DMA = """builtin.module {
     %buf = copy.alloc : !copy.ref<2x8x16xf32, vmem> loc("a.cpy":2:3)
     %s = copy.semaphore : !copy.sem loc("a.cpy":3:3)
     %0 = copy.view %buf[0] : !copy.ref<2x8x16xf32, vmem> loc("a.cpy":4:3)
-    copy.compute %0 = "1.0" () : !copy.ref<8x16xf32, vmem> loc("a.cpy":4:3)
+    copy.compute %0 () : !copy.ref<8x16xf32, vmem> {
+      %c = scalar.constant "1.0" : f32 loc("a.cpy":4:3)
+      scalar.yield %c : f32 loc("a.cpy":4:3)
+    } loc("a.cpy":4:3)
     %1 = copy.view %x[0:8] : !copy.ref<64x16xf32, hbm> loc("a.cpy":5:3)
     copy.dma "start" %0, %1, %s : !copy.ref<8x16xf32, vmem>, \
 !copy.ref<8x16xf32, hbm>, !copy.sem loc("a.cpy":5:3)
@@ -61,8 +64,12 @@ DMA_THEN_COMPUTE = """builtin.module {
 !copy.ref<8x16xf32, vmem>, !copy.sem loc("a.cpy":4:3)
     copy.dma "wait" %0, %1, %s : !copy.ref<8x16xf32, hbm>, \
 !copy.ref<8x16xf32, vmem>, !copy.sem loc("a.cpy":5:3)
-    copy.compute %1 = "(mul $0 2.0)" (%1) : !copy.ref<8x16xf32, vmem>, \
-!copy.ref<8x16xf32, vmem> loc("a.cpy":6:3)
+    copy.compute %1 (%1) : !copy.ref<8x16xf32, vmem>, !copy.ref<8x16xf32, vmem> {
+    ^bb0(%a: f32):
+      %c = scalar.constant "2.0" : f32 loc("a.cpy":6:3)
+      %p = scalar.mul %a, %c : f32 loc("a.cpy":6:3)
+      scalar.yield %p : f32 loc("a.cpy":6:3)
+    } loc("a.cpy":6:3)
   } loc("a.cpy":1:1)
 } loc("a.cpy":1:1)
 """

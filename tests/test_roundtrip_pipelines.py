@@ -107,8 +107,15 @@ def test_the_sketch_builds_the_op_the_mlir_form_writes():
         "128] index affine_map<(d0, d1) -> (d0, d1)> buffers 3, out %y : "
         "!copy.ref<32x256xf32, hbm> block [8, 128] index affine_map<(d0, d1) -> "
         "(d0, d1)> buffers 2 (%xw, %yw, %0, %1) {\n"
-        '    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : '
-        "!copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>\n"
+        "    copy.compute %yw (%xw) : "
+        "!copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {\n"
+        "    ^bb0(%2: f32):\n"
+        '      %3 = scalar.constant "2.0" : f32\n'
+        "      %4 = scalar.mul %3, %2 : f32\n"
+        '      %5 = scalar.constant "1.0" : f32\n'
+        "      %6 = scalar.add %4, %5 : f32\n"
+        "      scalar.yield %6 : f32\n"
+        "    }\n"
         "  }\n}\n"
     )
     expected = copyir.parse(mlir, format="mlir")
@@ -264,8 +271,11 @@ def test_the_printer_names_grid_indices_the_body_uses():
         "!copy.ref<32x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> "
         "buffers 2 (%xw, %yw, %0) {\n"
         "    copy.when [affine_set<(d0) : (d0 == 0)>](%0) {\n"
-        '      copy.compute %yw = "$0" (%xw) : !copy.ref<8x128xf32, vmem>, '
-        "!copy.ref<8x128xf32, vmem>\n    }\n  }\n}\n"
+        "      copy.compute %yw (%xw) : !copy.ref<8x128xf32, vmem>, "
+        "!copy.ref<8x128xf32, vmem> {\n"
+        "      ^bb0(%1: f32):\n"
+        "        scalar.yield %1 : f32\n"
+        "      }\n    }\n  }\n}\n"
     )
     printed = copyir.to_text(copyir.parse(mlir, format="mlir"))
     assert "index=(v0) -> (v0, 0)" in printed

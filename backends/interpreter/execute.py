@@ -26,7 +26,7 @@ import numpy as np
 from xdsl.dialects.builtin import ShapedType
 
 from copyir import errors
-from copyir.compute import Operand, compile_expression, parse_expression
+from copyir.compute import Operand, compile_expression
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRWarning, InvocationError
 from copyir.machine import POISON
@@ -253,7 +253,7 @@ class Executable:
         function = np.zeros(len(specs) + 1, np.int64)
         kinds, first = np.unique(number, return_index=True)
         for n, j in zip(kinds.tolist(), first.tolist(), strict=True):
-            expression = parse_expression(specs[n - 1].expression)
+            expression = specs[n - 1].tree
             if isinstance(expression, Operand):
                 copied[n] = expression.index
                 continue

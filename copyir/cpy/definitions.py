@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from lark import Tree
-from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
 from xdsl.ir import SSAValue
 
 from copyir import errors
-from copyir.compute import Apply, Operand, format_prefix
+from copyir.compute import Apply, Operand
 from copyir.cpy.expressions import (
     Affine,
     checked,
@@ -33,7 +33,9 @@ from copyir.dialects.copy import (
     SemaphoreOp,
     SemaphoreType,
     WindowOp,
+    body_of,
     describe_type,
+    element_type,
     expect_ref,
     ref_type,
 )
@@ -140,12 +142,8 @@ class DefinitionBuilder(OptionReader):
         expression = computation(self, rhs, input_number)
         if augmented:
             expression = Apply(augmented, (Operand(0), expression))
-        self.emit(
-            ComputeOp,
-            [dst, *inputs],
-            (),
-            {"expression": StringAttr(format_prefix(expression))},
-        )
+        body = body_of(expression, element_type(dst), len(inputs), self.location)
+        self.emit(ComputeOp, [dst, *inputs], regions=[body])
 
     def window(self, tree: Tree) -> SSAValue:
         """`window bx[s]`: slot s of the BufferedRef's window, as a ref."""

@@ -144,6 +144,7 @@ class _KernelPrinter:
         taken = {
             v.name_hint
             for op in kernel.walk()
+            if not op.name.startswith("scalar.")  # a computation's region
             for v in [*op.results, *_block_args(op)]
             if v.name_hint
         }
@@ -171,6 +172,8 @@ class _KernelPrinter:
             for arg in block.args:
                 name(arg, visible, word_ok=params)
             for op in block.ops:
+                if isinstance(op, ComputeOp):  # its region is an expression
+                    continue
                 for region in op.regions:
                     for inner in region.blocks:
                         walk(inner, set(visible))
@@ -288,7 +291,7 @@ class _KernelPrinter:
         """A computation's destination, then each input whose `$k` the
         expression names once (a view named twice would be two views)."""
         try:
-            expression = op.parsed()
+            expression = op.expression()
         except ValueError:
             return []
         inputs = list(op.inputs)
@@ -517,7 +520,7 @@ class _KernelPrinter:
         """`yw[...] = 2.0 * xw + 1.0`, `acc += xw`: `[...]` marks a whole
         ref as the destination (`acc = ...` would define a name)."""
         try:
-            expression = op.parsed()
+            expression = op.expression()
         except ValueError as err:
             return f"# a computation the authoring syntax cannot write: {err}"
         names = [self.operand(v) for v in op.inputs]
@@ -625,6 +628,8 @@ def _operand_counts(expression) -> dict[int, int]:
 
 
 def _block_args(op: Operation) -> list[SSAValue]:
+    if isinstance(op, ComputeOp):  # its region's values have no names here
+        return []
     return [
         arg for region in op.regions for block in region.blocks for arg in block.args
     ]

@@ -382,7 +382,11 @@ def _expression_problems(each, rows: np.ndarray, dtype: np.ndarray) -> list:
         if not 0 <= code < len(DTYPES):
             continue  # the row's own check reports it
         try:
-            check_expression(each.expression, DTYPES[code], len(each.operands))
+            try:
+                expression = each.tree
+            except ValueError as err:
+                raise CopyIRError(errors.COMPUTE_MALFORMED.format(why=err)) from None
+            check_expression(expression, DTYPES[code], len(each.operands))
         except CopyIRError as err:
             problems.append((rows & (dtype == code), lambda r, why=err.message: why))
     return problems

@@ -30,7 +30,7 @@ from .base import (
     expect_semaphore,
     set_name,
 )
-from .compute import ComputeOp
+from .compute import ComputeOp, body_of, element_type
 from .control import (
     ARBITRARY,
     PARALLEL,
@@ -190,11 +190,13 @@ __all__ = [
     "_print_tree_side",
     "action_attr",
     "all_given",
+    "body_of",
     "check_action",
     "check_block_indices",
     "default_index_name",
     "describe",
     "describe_type",
+    "element_type",
     "expect_ref",
     "expect_semaphore",
     "kernel_level",

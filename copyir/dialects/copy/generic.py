@@ -72,27 +72,34 @@ def verify_generic(op: IRDLOperation) -> None:
     checks, in its order and with its messages.
 
     Its check of the operand and result lists (counts, segment sizes,
-    each type against its constraint) is a pure function of the op's
-    class, its operand and result types and its segment sizes, when no
-    constraint of the class binds a variable: a valid verdict is
-    remembered under that key (types by identity: parsers and builders
-    share type objects, and a type's hash costs more than its check). The
+    each type against its constraint) and of the regions (their count,
+    their blocks', their entry arguments') is a pure function of the op's
+    class, its operand and result types, its segment sizes and its regions'
+    block counts and entry argument types, when no constraint of a
+    property or attribute binds a variable: a valid verdict is remembered
+    under that key (types by identity: parsers and builders share type
+    objects, and a type's hash costs more than its check). The
     key is computed afresh at every call, so a changed op is checked
     again. Properties, attributes and traits are checked every time.
     """
     op_def = op.get_irdl_definition()
     segments = _segment_options(type(op), op_def)
-    if segments is None or op.regions or op.successors:
+    if segments is None or op.successors:
         op_def.verify(op)
         return
     types = [v.type for v in _operands(op)]
     types += [r.type for r in op.results]
     by_class = _checks_classes_only(type(op), op_def)
+    entry_types = [
+        t for r in op.regions if r.first_block for t in r.first_block.arg_types
+    ]
     key = (
         type(op),
         len(_operands(op)),
         *(map(type, types) if by_class else map(id, types)),
         *[s.container(op).get(s.attribute_name) for s in segments],
+        *[len(r.blocks) for r in op.regions],
+        *map(id, entry_types),
     )
     context = VerificationContext()
     if key not in _VALID_ARGUMENTS:
@@ -102,7 +109,7 @@ def verify_generic(op: IRDLOperation) -> None:
         verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
         if len(_VALID_ARGUMENTS) >= MAX_ENTRIES:
             _VALID_ARGUMENTS.clear()
-        _VALID_ARGUMENTS[key] = tuple(types)
+        _VALID_ARGUMENTS[key] = (*types, *entry_types)
     _verify_attributes(op, op_def, context)
     for trait in op_def.traits:
         trait.verify(op)
@@ -153,15 +160,15 @@ _SEGMENT_OPTIONS: dict[type, tuple[AttrSizedSegments, ...] | None] = {}
 
 def _segment_options(cls: type, op_def: OpDef) -> tuple[AttrSizedSegments, ...] | None:
     """Where the class's segment sizes are, which its argument lists' check
-    reads; None when a constraint of the class ties two of its parts
-    together (a variable), so that the check depends on more than they."""
+    reads; None when a constraint of a property or attribute binds a
+    variable, which would tie it to the argument lists, so that their check
+    depends on more than they. (A variable among operands and results
+    alone, `scalar.add`'s one type, depends on their types only.)"""
     if cls not in _SEGMENT_OPTIONS:
-        parts = (*op_def.operands, *op_def.results)
         named = (*op_def.properties.values(), *op_def.attributes.values())
-        constraints = [d.constr for _, d in parts] + [d.constr for d in named]
         _SEGMENT_OPTIONS[cls] = (
             None
-            if any(c.variables() for c in constraints)
+            if any(d.constr.variables() for d in named)
             else tuple(o for o in op_def.options if isinstance(o, AttrSizedSegments))
         )
     return _SEGMENT_OPTIONS[cls]

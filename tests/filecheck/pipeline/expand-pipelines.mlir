@@ -27,7 +27,14 @@
 // CHECK-NEXT:   %xw = copy.window %x_window[%4]
 // CHECK-NEXT:   %yw = copy.window %y_window[%4]
 // CHECK-NEXT:   copy.invalidate %yw : !copy.ref<8x128xf32, vmem>
-// CHECK-NEXT:   copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw)
+// CHECK-NEXT:   copy.compute %yw (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
+// CHECK-NEXT:   ^bb0(%a0: f32):
+// CHECK-NEXT:     %e0 = scalar.constant "2.0" : f32
+// CHECK-NEXT:     %e1 = scalar.mul %e0, %a0 : f32
+// CHECK-NEXT:     %e2 = scalar.constant "1.0" : f32
+// CHECK-NEXT:     %e3 = scalar.add %e1, %e2 : f32
+// CHECK-NEXT:     scalar.yield %e3 : f32
+// CHECK-NEXT:   }
 // CHECK-NEXT:   %6 = copy.sem_index %y_sems[%4] : !copy.sem_array<2> -> !copy.sem
 // CHECK-NEXT:   copy.buffered_copy "start" %y_window[%i, 0] -> %y slot %4 sem %6
 // CHECK-NEXT:   copy.when [affine_set<(d0) : ((d0 + -1) >= 0)>](%i) {
@@ -47,6 +54,13 @@
 
 copy.kernel @scale(%x: !copy.ref<32x128xf32, hbm>, %y: !copy.ref<32x128xf32, hbm>) {
   copy.pipeline grid(4) in %x : !copy.ref<32x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2, out %y : !copy.ref<32x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2 (%xw, %yw, %i) {
-    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>
+    copy.compute %yw (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
+    ^bb0(%a0: f32):
+      %e0 = scalar.constant "2.0" : f32
+      %e1 = scalar.mul %e0, %a0 : f32
+      %e2 = scalar.constant "1.0" : f32
+      %e3 = scalar.add %e1, %e2 : f32
+      scalar.yield %e3 : f32
+    }
   }
 }

@@ -30,10 +30,17 @@
 copy.kernel @rowsum(%x: !copy.ref<16x256xf32, hbm>, %y: !copy.ref<16x128xf32, hbm>) {
   copy.pipeline grid(2, 2) in %x : !copy.ref<16x256xf32, hbm> block [8, 128] index affine_map<(d0, d1) -> (d0, d1)> buffers 2, out %y : !copy.ref<16x128xf32, hbm> block [8, 128] index affine_map<(d0, d1) -> (d0, 0)> buffers 2 (%xw, %yw, %i, %j) {
     copy.when [affine_set<(d0) : (d0 == 0)>](%j) {
-      copy.compute %yw = "$0" (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>
+      copy.compute %yw (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
+      ^bb0(%a0: f32):
+        scalar.yield %a0 : f32
+      }
     }
     copy.when [affine_set<(d0) : (d0 - 1 >= 0)>](%j) {
-      copy.compute %yw = "(add $0 $1)" (%yw, %xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>
+      copy.compute %yw (%yw, %xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
+      ^bb0(%a0: f32, %a1: f32):
+        %e0 = scalar.add %a0, %a1 : f32
+        scalar.yield %e0 : f32
+      }
     }
   }
 }

@@ -37,6 +37,13 @@
 
 copy.kernel @scale(%x: !copy.ref<32x128xf32, hbm>, %y: !copy.ref<32x128xf32, hbm>) {
   copy.pipeline grid(4) in %x : !copy.ref<32x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2, out %y : !copy.ref<32x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2 (%xw, %yw, %i) {
-    copy.compute %yw = "(add (mul 2.0 $0) 1.0)" (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>
+    copy.compute %yw (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
+    ^bb0(%a0: f32):
+      %e0 = scalar.constant "2.0" : f32
+      %e1 = scalar.mul %e0, %a0 : f32
+      %e2 = scalar.constant "1.0" : f32
+      %e3 = scalar.add %e1, %e2 : f32
+      scalar.yield %e3 : f32
+    }
   }
 }

@@ -48,7 +48,14 @@ copy.kernel @stream(%x: !copy.ref<128x128xf32, hbm>, %y: !copy.ref<128x128xf32, 
     %s = copy.sem_index %sems[%slot] : !copy.sem_array<2> -> !copy.sem
     %c = copy.async_copy %v, %w, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
     copy.async_dma "wait" %c
-    copy.compute %res = "(add (mul 2.0 $0) 1.0)" (%w) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem>
+    copy.compute %res (%w) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
+    ^bb0(%a0: f32):
+      %e0 = scalar.constant "2.0" : f32
+      %e1 = scalar.mul %e0, %a0 : f32
+      %e2 = scalar.constant "1.0" : f32
+      %e3 = scalar.add %e1, %e2 : f32
+      scalar.yield %e3 : f32
+    }
     %yv = copy.view %y[ds(%row, 8), 0:128] : !copy.ref<128x128xf32, hbm>
     %o = copy.sem_index %out[%slot] : !copy.sem_array<2> -> !copy.sem
     %back = copy.async_copy %res, %yv, %o : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, hbm>, !copy.sem
