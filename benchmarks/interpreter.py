@@ -14,17 +14,17 @@
     program to the outputs, against `x.copy()`. Target: at least 0.5x.
 
 For scale: JAX Pallas's TPU interpret mode needs about 0.65 ms per small DMA
-on this machine. Times are the best of R runs.
+on this machine. Times are the best of R runs, each including the garbage
+collector's (see measure.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import time
 
 import numpy as np
 from copyir.backends.interpreter import Executable
+from measure import timed
 
 import copyir
 from copyir.stream import START, WAIT, Buffer, Stream, instruction_dtype
@@ -33,13 +33,8 @@ HBM_BLOCKS = 512
 
 
 def best(repeat: int, fn) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    """The best of `repeat` calls, each as `measure.timed` counts it."""
+    return min(timed(fn)[0] for _ in range(repeat))
 
 
 def ring_stream(count: int, slots: int, in_flight: bool) -> Stream:
@@ -81,9 +76,9 @@ def part_a(count: int, repeat: int) -> None:
         ("1,000 DMAs all in flight, then all waited", 1000, 1000, True),
     ):
         stream = ring_stream(n, slots, in_flight)
-        start = time.perf_counter()
-        program = Executable(stream, {"x"}, "random", 0)
-        compile_time = time.perf_counter() - start
+        compile_time, program = timed(
+            lambda s=stream: Executable(s, {"x"}, "random", 0)
+        )
         program.run({"x": x})
         ours = best(repeat, program.execute)
         ring = np.empty((slots, 8, 128), np.float32)

@@ -192,7 +192,7 @@ def part_one(small: int, n: int) -> None:
         f"{figures['arrays'] / 2**20:,.0f} MiB + {beyond:,.0f} MiB (target <= 256 MiB)"
     )
     print(f"   N = {n:,} as a user pays it (lowering, check and execute):")
-    zeros = {"x": np.zeros((8 * n, 128), np.float32)}
+    zeros = {name: np.zeros((8 * n, 128), np.float32) for name in "xy"}
     for line in versus_command(double_buffer(n), double_buffer(2), zeros).lines():
         print(f"     {line}")
 

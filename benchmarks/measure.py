@@ -105,7 +105,7 @@ class Process:
     """User and system CPU seconds of the process."""
 
 
-def command(args: list[str], repeat: int = REPEAT) -> Process:
+def command_cost(args: list[str], repeat: int = REPEAT) -> Process:
     """`args` run as a process `repeat` times: the median wall and CPU
     seconds (the process must succeed)."""
     walls, cpus = [], []
@@ -171,10 +171,11 @@ def in_subprocess(script: str, *args: str) -> dict:
 
 @dataclass(frozen=True)
 class VersusCommand:
-    """One program run through the API as one call and through `copyir run`
+    """One program through the API as one call and through the command line
     as a process, beside the start-up of the same command on a tiny
     program: the command line should cost at most the call plus start-up."""
 
+    command: str
     call: Paid
     process: Process
     startup: Process
@@ -183,32 +184,58 @@ class VersusCommand:
         over = self.process.cpu - self.startup.cpu
         verdict = "met" if over <= self.call.cpu else "NOT met"
         return [
-            f"copyir.run as one call {self.call.seconds:.2f} s, CPU "
+            f"the API as one call {self.call.seconds:.2f} s, CPU "
             f"{self.call.cpu:.2f} s (collector {self.call.collector:.2f} s)",
-            f"`copyir run` as a process {self.process.seconds:.2f} s, CPU "
-            f"{self.process.cpu:.2f} s; start-up (a tiny program) "
+            f"`copyir {self.command}` as a process {self.process.seconds:.2f} s, "
+            f"CPU {self.process.cpu:.2f} s; start-up (a tiny program) "
             f"{self.startup.seconds:.2f} s, CPU {self.startup.cpu:.2f} s",
             f"CPU of the process beyond start-up {over:.2f} s against the "
             f"call's {self.call.cpu:.2f} s (target: at most; {verdict})",
         ]
 
 
+def _api_call(command: str, text: str, inputs: dict[str, np.ndarray]):
+    """The API call that does what `copyir command FILE` does."""
+    import copyir
+
+    if command == "run":
+        return lambda: copyir.run(text, inputs)
+    if command == "lower":
+        return lambda: copyir.dma_text(copyir.lower(text))
+    return lambda: copyir.verify(text)
+
+
 def versus_command(
-    text: str, tiny: str, inputs: dict[str, np.ndarray], repeat: int = REPEAT
+    text: str,
+    tiny: str,
+    inputs: dict[str, np.ndarray] | None = None,
+    *,
+    command: str = "run",
+    suffix: str = ".cpy",
+    repeat: int = REPEAT,
 ) -> VersusCommand:
-    """`copyir.run(text, inputs)` against `copyir run FILE --fill-inputs
-    zeros` (so `inputs` must be zeros) and the same on `tiny`: medians."""
+    """The API call against `copyir COMMAND FILE` as a process (medians of
+    `repeat`), and the same command on `tiny`. `run` runs on zeros (the
+    process with `--fill-inputs zeros`, the call on `inputs`, which must
+    be zeros); `lower` prints the .dma text (to a file); `verify` verifies."""
     import tempfile
     from pathlib import Path
 
-    import copyir
-
-    calls = [paid(lambda: copyir.run(text, inputs))[0] for _ in range(repeat)]
-    call = sorted(calls, key=lambda c: c.cpu)[len(calls) // 2]
+    call = _api_call(command, text, inputs or {})
+    calls = [paid(call)[0] for _ in range(repeat)]
+    median = sorted(calls, key=lambda c: c.cpu)[len(calls) // 2]
     with tempfile.TemporaryDirectory() as folder:
-        program, small = Path(folder, "program.cpy"), Path(folder, "tiny.cpy")
-        program.write_text(text)
-        small.write_text(tiny)
-        process = command(copyir_command("run", str(program), "--fill-inputs", "zeros"))
-        startup = command(copyir_command("run", str(small), "--fill-inputs", "zeros"))
-    return VersusCommand(call, process, startup)
+
+        def args(name: str, source: str) -> list[str]:
+            path = Path(folder, name + suffix)
+            path.write_text(source)
+            if command == "run":
+                return copyir_command("run", str(path), "--fill-inputs", "zeros")
+            if command == "lower":
+                out = str(Path(folder, name + ".dma"))
+                return copyir_command("lower", str(path), "-o", out)
+            return copyir_command("verify", str(path))
+
+        process = command_cost(args("program", text), repeat)
+        startup = command_cost(args("tiny", tiny), repeat)
+    return VersusCommand(command, median, process, startup)
