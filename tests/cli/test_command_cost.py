@@ -37,6 +37,7 @@ expand-windows        Turn BufferedRefs into window buffers and their copies int
 assign-addresses      Lay out buffers in their memory spaces and number the semaphores.
                         target: str = default
                           A built-in target's name (default, small) or a TOML file.
+cse                   Merge equal views, semaphore indices and index values (xDSL's CSE).
 convert-copy-to-dma   Lower address-assigned kernels to DMA programs, loops kept as dma.loop.
 """
 
