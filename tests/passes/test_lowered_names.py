@@ -12,10 +12,9 @@ error; grids of 70 dimensions (loops and pipelines) and 70 nested loops.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from loop_programs import loop_programs
 from pipeline_programs import pipelines
@@ -25,8 +24,6 @@ from copyir import cli, errors
 from copyir.api import apply_passes, lowered_stream, pipeline
 from copyir.errors import CopyIRError, InternalError
 from copyir.names import FreshNames
-
-EXAMPLES = Path(__file__).parent.parent / "examples"
 
 ROWS = "f32[256, 128] @hbm"
 SPEC = "block=(128, 128) index=(i) -> (i, 0)"

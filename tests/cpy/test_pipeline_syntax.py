@@ -15,7 +15,7 @@ import pytest
 from conftest import EXAMPLES, PIPELINE_EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from pipeline_programs import pipelines
-from test_roundtrip_loops import assert_round_trips, ops_of
+from test_loop_syntax import assert_round_trips, ops_of
 
 import copyir
 from copyir import errors
