@@ -17,7 +17,7 @@ LOOP_EXAMPLES = frozenset(
     }
 )
 """The examples with loops (issue 8), each with its numpy result in
-tests/test_reference_loops.py; like every example, they are lowered, run
+tests/backends/test_reference_loops.py; like every example, they are lowered, run
 and compared with the reference path by the other tests."""
 PIPELINE_EXAMPLES = frozenset(
     {
@@ -29,7 +29,7 @@ PIPELINE_EXAMPLES = frozenset(
     }
 )
 """The examples with a `pipeline` (issue 9), each with its numpy result in
-tests/test_pipelines.py."""
+tests/passes/test_expand_pipelines.py."""
 VALID_EXAMPLES = sorted(EXAMPLES.glob("*.cpy"))
 INVALID_EXAMPLES = sorted((EXAMPLES / "invalid").glob("*.*"))
 

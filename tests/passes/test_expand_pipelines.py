@@ -3,7 +3,7 @@ values, the static checks and the faults the checker must find.
 
 The schedule is compared, event by event, with an independent step-by-step
 model of Pallas' scheduler (`pipeline_programs.pallas_schedule`) on
-generated pipelines; the FileCheck tests in tests/filecheck/pipeline pin
+generated pipelines; the FileCheck tests tests/filecheck/run/pipeline-schedule-* pin
 the three schedules the issue gives.
 """
 
