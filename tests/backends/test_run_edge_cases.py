@@ -12,7 +12,7 @@ from copyir.backends.reference import run_reference
 
 import copyir
 from copyir import errors
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, CopyIRWarning
 
 
 def agree(text: str, inputs: dict) -> dict:
@@ -42,7 +42,16 @@ def agree(text: str, inputs: dict) -> dict:
 def test_scalars_run_in_both_paths(text):
     shape = (4,) if "f32[4]" in text else ()
     x = np.arange(np.prod(shape, dtype=int), dtype=np.float32).reshape(shape) + 3
-    agree(text, {"x": x})
+    if not shape:
+        agree(text, {"x": x})
+        return
+    # One element of y is written; the other three keep poison, and say so.
+    partly = errors.RUN_PARTLY_WRITTEN.format(
+        name="y", unwritten=3, size=4, first="y[0]"
+    )
+    with pytest.warns(CopyIRWarning) as caught:
+        agree(text, {"x": x})
+    assert [str(w.message) for w in caught] == [partly]
 
 
 def test_first_unwritten_element_of_an_indexed_view():
