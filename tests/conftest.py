@@ -16,7 +16,7 @@ LOOP_EXAMPLES = frozenset(
         "loop_windows.cpy",
     }
 )
-"""The examples with loops (issue 8), each with its numpy result in
+"""The examples with loops, each with its numpy result in
 tests/backends/test_reference_loops.py; like every example, they are lowered, run
 and compared with the reference path by the other tests."""
 PIPELINE_EXAMPLES = frozenset(
@@ -28,7 +28,7 @@ PIPELINE_EXAMPLES = frozenset(
         "pipeline_sum.cpy",
     }
 )
-"""The examples with a `pipeline` (issue 9), each with its numpy result in
+"""The examples with a `pipeline`, each with its numpy result in
 tests/passes/test_expand_pipelines.py."""
 VALID_EXAMPLES = sorted(EXAMPLES.glob("*.cpy"))
 INVALID_EXAMPLES = sorted((EXAMPLES / "invalid").glob("*.*"))

@@ -1,4 +1,4 @@
-"""The authoring syntax of pipelines (issue 9): `pipeline grid=(...) in x
+"""The authoring syntax of pipelines: `pipeline grid=(...) in x
 block=(...) index=(i, j) -> (...) buffers=N out y ... (xw, yw[, i, j]) {
 ... }` builds the `copy.pipeline` the MLIR form writes, prints back in the
 same syntax, and round-trips structurally (with and without debug info,

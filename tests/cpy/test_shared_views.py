@@ -1,5 +1,6 @@
-"""Review of shared inline views and DMA_LINE: inputs where the change is
-wrong. Each test is minimal and fails on the change as reviewed."""
+"""Views printed inline and shared, and whole DMA lines (DMA_LINE) in syntax
+errors: the smallest inputs where the parser's sharing of equal views and
+the printer's inlining disagreed, each printed and parsed back exactly."""
 
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ def carried(parallel: bool) -> str:
 
 
 def test_state_carried_across_a_parallel_dimension_is_an_error_in_every_mode():
-    """Issue 14, item 3: state carried across a parallel dimension is a
+    """State carried across a parallel dimension is a
     broken claim, reported alike in every mode and seed and by the
     data-free check, naming both iterations; over a sequential grid the
     same body is legal and every order gives one result."""

@@ -1,6 +1,6 @@
 """Names a lowering makes are fresh in their kernel, a bad stream of
 copyir's own lowering is copyir's bug (exit 3), and grids and loops nest
-past numpy's dimension limits (issue 14, items 2 and 4).
+past numpy's dimension limits.
 
 Classes covered: two pipelines over one input, `in x` with `out x`, a
 user's scratch named like a made name (and like its first fresh
