@@ -5,6 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hypothesis import HealthCheck, settings
+
+# Generated tests are bounded by their count of examples, never by time: no
+# deadline per example and no health check that times generation (both fail
+# on a busy machine, or on a worker sharing its core).
+settings.register_profile(
+    "counted", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("counted")
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 LOOP_EXAMPLES = frozenset(
