@@ -5,6 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hypothesis import HealthCheck, settings
+
+# Generated tests are bounded by their count of examples, never by time: no
+# deadline per example and no health check that times generation (both fail
+# on a busy machine, or on a worker sharing its core).
+settings.register_profile(
+    "counted", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("counted")
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 LOOP_EXAMPLES = frozenset(
@@ -16,8 +26,8 @@ LOOP_EXAMPLES = frozenset(
         "loop_windows.cpy",
     }
 )
-"""The examples with loops (issue 8), each with its numpy result in
-tests/test_reference_loops.py; like every example, they are lowered, run
+"""The examples with loops, each with its numpy result in
+tests/backends/test_reference_loops.py; like every example, they are lowered, run
 and compared with the reference path by the other tests."""
 PIPELINE_EXAMPLES = frozenset(
     {
@@ -28,8 +38,8 @@ PIPELINE_EXAMPLES = frozenset(
         "pipeline_sum.cpy",
     }
 )
-"""The examples with a `pipeline` (issue 9), each with its numpy result in
-tests/test_pipelines.py."""
+"""The examples with a `pipeline`, each with its numpy result in
+tests/passes/test_expand_pipelines.py."""
 VALID_EXAMPLES = sorted(EXAMPLES.glob("*.cpy"))
 INVALID_EXAMPLES = sorted((EXAMPLES / "invalid").glob("*.*"))
 

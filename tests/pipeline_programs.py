@@ -26,7 +26,7 @@ written twice in one kernel over the same inputs and outputs, and a user
 scratch buffer named as the first input's window would be (the lowering's
 names are fresh: `x0_window_1`, ...; `Pipeline.classes` says which of
 these a pipeline is). Not covered here:
-ragged edges and `Element` or squeezed blocks (see test_pipelines.py's
+ragged edges and `Element` or squeezed blocks (see tests/passes/test_expand_pipelines.py's
 examples), index maps with arithmetic.
 """
 

@@ -1,4 +1,4 @@
-"""The Python API takes a program in any form (issue 7, section 7): source
+"""The Python API takes a program in any form: source
 text, a file, a module (and a lowered program); a wrong type is a clear
 TypeError; `to_text` knows its formats and prints a dma.program; `dir`
 lists the API."""

@@ -58,3 +58,18 @@ def test_every_package_of_the_source_tree_is_installed():
             parts = init.parent.relative_to(home).parts
             found.add(".".join((name, *parts)))
     assert found == set(setuptools["packages"])
+
+
+def test_pytest_runs_on_every_core_and_fails_on_warnings():
+    """The README's `pytest` takes its options from pyproject: workers from
+    pytest-xdist (a dev extra, so that `.ci/run` installs it), and no warning
+    that a test does not expect."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    dev = project["project"]["optional-dependencies"]["dev"]
+    assert any(d.startswith("pytest-xdist") for d in dev)
+    options = project["tool"]["pytest"]["ini_options"]
+    assert "-n auto" in options["addopts"]
+    assert "--strict-markers" in options["addopts"]
+    assert options["filterwarnings"][0] == "error"

@@ -3,6 +3,8 @@ through the API and through the command line, verbatim and at its line."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import INVALID_EXAMPLES, ROOT, VALID_EXAMPLES, expected_error
 
@@ -64,3 +66,24 @@ def test_the_error_catalogue_lists_each_error_with_its_example(path):
     _, message = expected_error(path)
     row = f"| [`{path.name}`](../examples/invalid/{path.name}) | `{message}` |"
     assert row in catalogue
+
+
+def _program(text: str) -> str:
+    """A program without its comments, kernel names and layout."""
+    lines = [re.sub(r"\s*(#|//).*$", "", line) for line in text.splitlines()]
+    code = " ".join(" ".join(lines).split())
+    return re.sub(r"(kernel @?)\w+", r"\1k", code)
+
+
+def test_no_lit_case_repeats_an_invalid_example():
+    """Each invalid program exists once: in examples/invalid/ (which
+    tests/filecheck/verify/examples.cpy checks) or as a lit case."""
+    examples = {_program(p.read_text()): p.name for p in INVALID_EXAMPLES}
+    repeated = []
+    for path in sorted((ROOT / "tests" / "filecheck").rglob("*.*")):
+        if path.suffix not in (".cpy", ".mlir") or "Output" in path.parts:
+            continue
+        for case in re.split(r"^(?:#|//) -----$", path.read_text(), flags=re.M):
+            if (name := examples.get(_program(case))) is not None:
+                repeated.append(f"{path.name} repeats {name}")
+    assert not repeated

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import pytest
 from conftest import EXAMPLES, ROOT, VALID_EXAMPLES
 
 import copyir
@@ -45,6 +46,10 @@ from copyir.errors import CopyIRError
 SEED = 0x5EED_C0DE
 MUTANTS = 12_000
 MIN_MUTANTS = 10_000
+CHUNK = 1_000
+"""Mutants per test: the campaign is split into runs of consecutive mutants
+(each mutant has its own seed, so a run is the same whoever runs it), which
+pytest-xdist's workers share out."""
 SHOWN_FAILURES = 5
 TIME_LIMIT = 10.0
 """Seconds one mutant may take before it is stopped and counted as an internal
@@ -690,12 +695,21 @@ class Failure:
         )
 
 
-def test_mutated_examples_verify_or_fail_with_a_located_error():
+def test_the_campaign_is_at_least_min_mutants_of_enough_seeds():
     assert len(seeds()) >= 40
+    assert MUTANTS >= MIN_MUTANTS
+    assert MUTANTS % CHUNK == 0
+    assert STREAM_MUTANTS % CHUNK == 0
+
+
+@pytest.mark.parametrize(
+    "first", range(0, MUTANTS, CHUNK), ids=lambda first: f"mutants-{first}"
+)
+def test_mutated_examples_verify_or_fail_with_a_located_error(first):
     counts: Counter[str] = Counter()
     failures: list[Failure] = []
     start = time.perf_counter()
-    for i in range(MUTANTS):
+    for i in range(first, first + CHUNK):
         name, text, how = mutant(i)
         result, error = outcome(name, text)
         counts[result] += 1
@@ -709,10 +723,10 @@ def test_mutated_examples_verify_or_fail_with_a_located_error():
     )
     print(summary)
 
-    assert sum(counts.values()) >= MIN_MUTANTS, summary
+    assert sum(counts.values()) == CHUNK, summary
     # The generator has not degenerated into only one kind of outcome.
-    assert counts["valid"] >= MUTANTS // 20, summary
-    assert counts["invalid"] >= MUTANTS // 4, summary
+    assert counts["valid"] >= CHUNK // 20, summary
+    assert counts["invalid"] >= CHUNK // 4, summary
 
     # The first failure of each kind, the first few kinds in full.
     kinds = Counter(f.error.signature for f in failures)
@@ -756,12 +770,15 @@ def _run_stream_text(name: str, text: str) -> str:
     return "valid"
 
 
-def test_mutated_streams_run_or_fail_with_a_located_error():
+@pytest.mark.parametrize(
+    "first", range(0, STREAM_MUTANTS, CHUNK), ids=lambda first: f"mutants-{first}"
+)
+def test_mutated_streams_run_or_fail_with_a_located_error(first):
     mutations = [m for m, _ in MUTATIONS]
     weights = [w for _, w in MUTATIONS]
     counts: Counter[str] = Counter()
     failures: list[Failure] = []
-    for i in range(STREAM_MUTANTS):
+    for i in range(first, first + CHUNK):
         rng = random.Random(SEED * 7 + i)
         seed = rng.choice(stream_seeds())
         text, how = rng.choices(mutations, weights)[0](rng, seed.text)
@@ -782,9 +799,9 @@ def test_mutated_streams_run_or_fail_with_a_located_error():
                 Failure(i, seed.name, text, how, _internal(type(err).__qualname__, err))
             )
         counts[result] += 1
-    summary = f"{STREAM_MUTANTS} stream mutants: {dict(counts)}"
-    assert counts["valid"] >= STREAM_MUTANTS // 20, summary
-    assert counts["invalid"] >= STREAM_MUTANTS // 4, summary
+    summary = f"stream mutants {first} to {first + CHUNK - 1}: {dict(counts)}"
+    assert counts["valid"] >= CHUNK // 20, summary
+    assert counts["invalid"] >= CHUNK // 4, summary
     shown = "\n".join(f.report() for f in failures[:SHOWN_FAILURES])
     assert not failures, f"{summary}\n{shown}"
 

@@ -1,6 +1,6 @@
 """The random-program generators make the classes of input that found bugs.
 
-Issue 14's defects lived in classes no generator made: a kernel with no
+Defects have lived in classes no generator made: a kernel with no
 loop and a kernel-level `when`, pipelines sharing inputs or clashing with
 a user's names, parallel grids that carry state, indices near 64 bits.
 Each generator is drawn 500 times with a fixed seed here, and each class

@@ -1,4 +1,4 @@
-"""Work that must grow linearly with the program (issue 7, section 4).
+"""Work that must grow linearly with the program.
 
 Each test counts work, never time: at N and at 2N the count may at most
 (about) double. A quadratic check would quadruple it. `benchmarks/growth.py`
@@ -214,7 +214,7 @@ def sibling_loops(n: int) -> str:
 
 def test_verify_checks_sibling_loops_in_linear_work():
     """Each loop's checks see its own dimensions, not one per loop of the
-    kernel (issue 14, section 5)."""
+    kernel."""
 
     def work(n: int) -> int:
         module = copyir.parse(sibling_loops(n))

@@ -101,7 +101,7 @@ def test_valid_actions_build():
     copyir.verify(ModuleOp([k]))
 
 
-def test_neither_buffered_demo_from_the_issue(capsys):
+def test_a_verify_error_prints_its_location_line_and_caret(capsys):
     path = EXAMPLES / "invalid" / "neither_buffered.cpy"
     assert (
         main(["verify", "examples/invalid/neither_buffered.cpy"]) == 1

@@ -1,5 +1,5 @@
 """The words of the `.cpy` language, in one place: the grammar spells them
-(tests/test_keywords.py checks the list against grammar.lark), the parser's
+(tests/cpy/test_keywords.py checks the list against grammar.lark), the parser's
 did-you-means offer them, and the printer names no value but a kernel's
 parameter with one."""
 

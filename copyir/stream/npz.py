@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import zipfile
+from contextlib import ExitStack
+from os import PathLike
 from typing import TypeVar
 
 import numpy as np
@@ -67,7 +69,12 @@ def load_npz(file, name: str = "<input>") -> Stream:
     """A stream from its binary form; what cannot be decoded is one located
     error. Its fields are checked by `copyir.validate` before it runs."""
     try:
-        with np.load(file, allow_pickle=False) as data:
+        # Opened here, not by numpy: np.load leaves a file it opened open
+        # when the file is not a zip archive.
+        with ExitStack() as stack:
+            if isinstance(file, (str, PathLike)):
+                file = stack.enter_context(open(file, "rb"))
+            data = stack.enter_context(np.load(file, allow_pickle=False))
             if set(data.files) != {"meta", "instructions"}:
                 raise ValueError("it is not a copyir DMA stream")
             meta = json.loads(str(data["meta"]))

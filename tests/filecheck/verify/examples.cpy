@@ -6,6 +6,10 @@
 # the line it points at (mlir-opt's invalid.mlir style, one file each so
 # that users can run them). Every program in examples/ verifies.
 
+# An example's notes are checked here, so that no lit case repeats it:
+# RUN: not copyir verify %S/../../../examples/invalid/loop_index_out_of_scope.cpy 2>&1 | filecheck %s --check-prefix=SCOPE
+# SCOPE: note: i is the index of the loop at line 6 and exists only inside that loop
+
 # A file that fails its own expectations fails the check:
 # RUN: not copyir verify --verify-diagnostics %s 2>&1 | filecheck %s
 # Each mismatch is a diagnostic at its line, so that editors can jump to it:

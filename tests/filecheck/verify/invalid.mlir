@@ -6,15 +6,6 @@
 copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
   %s = copy.semaphore : !copy.sem
-  // expected-error@+1 {{Unknown action: commit}}
-  "copy.dma"(%x, %buf, %s) <{action = "commit"}> : (!copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem) -> ()
-}
-
-// -----
-
-copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
-  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
-  %s = copy.semaphore : !copy.sem
   // expected-error@+1 {{Unknown action: Start}}
   copy.dma "Start" %x, %buf, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
 }
@@ -28,15 +19,6 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   %s = copy.semaphore : !copy.sem
   // expected-error@+1 {{Unknown action: Wait}}
   "copy.dma"(%x, %buf, %s) <{action = #copy<action Wait>}> : (!copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem) -> ()
-}
-
-// -----
-
-copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
-  %buf = copy.alloc : !copy.ref<8x128xf32, vmem>
-  // expected-error@+1 {{s is used before its definition}}
-  copy.dma "start" %x, %buf, %s : !copy.ref<8x128xf32, hbm>, !copy.ref<8x128xf32, vmem>, !copy.sem
-  %s = copy.semaphore : !copy.sem
 }
 
 // -----
@@ -72,14 +54,6 @@ copy.kernel @k(%x : !copy.ref<256x128xf32, hbm>) {
   %b = copy.buffered_ref : !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem>
   // expected-error@+1 {{Only one of src or dst can be a BufferedRef.}}
   copy.buffered_copy %a[0, 0] -> %b : !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem> -> !copy.buffered<256x128xf32, [128, 128], buffers 2, vmem>
-}
-
-// -----
-
-copy.kernel @k(%a : !copy.ref<8xf32, hbm>, %b : !copy.ref<8xf32, hbm>) {
-  %va = copy.alloc : !copy.ref<8xf32, vmem>
-  // expected-error@+1 {{Pytree (*, *) has 2 leaves but 1 operands}}
-  "copy.sync_copy"(%a, %b, %va) <{src_tree = "(*, *)", dst_tree = "(*, *)", operandSegmentSizes = array<i32: 2, 1>}> : (!copy.ref<8xf32, hbm>, !copy.ref<8xf32, hbm>, !copy.ref<8xf32, vmem>) -> ()
 }
 
 // -----

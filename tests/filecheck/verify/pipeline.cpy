@@ -6,65 +6,12 @@
 # the spec, name or expression they are about (a comment line inside a
 # pipeline's header is fine: its newlines do not end it).
 
-# Every grid dimension has a step (Pallas' message, verbatim).
-kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
-  # expected-error@+1 {{All elements in the grid must be strictly positive, but got grid=(0, 3)}}
-  pipeline grid=(0, 3)
-      in  x block=(8, 128) index=(i, j) -> (i, j)
-      out y block=(8, 128) index=(i, j) -> (i, j)
-      (xw, yw) {
-    yw[...] = xw
-  }
-}
-
-# -----
-
-# An output has 1 or 2 buffers (Pallas' message, verbatim).
-kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
-  # expected-error@+1 {{Buffer count >2 not supported for output buffered refs.}}
-  pipeline grid=(4,)
-      in  x block=(8, 256) index=(i) -> (i, 0) buffers=3
-      out y block=(8, 256) index=(i) -> (i, 0) buffers=3
-      (xw, yw) {
-    yw[...] = xw
-  }
-}
-
-# -----
-
 # An input has at least one.
 kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
   # expected-error@+1 {{buffers must be >= 1, got 0}}
   pipeline grid=(4,)
       in  x block=(8, 256) index=(i) -> (i, 0) buffers=0
       out y block=(8, 256) index=(i) -> (i, 0)
-      (xw, yw) {
-    yw[...] = xw
-  }
-}
-
-# -----
-
-# The parallel dimensions come first (Pallas' message, verbatim).
-kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
-  # expected-error@+1 {{Dimensions with parallel semantics must form a prefix of the grid.}}
-  pipeline grid=(4, 2) dimension_semantics=(arbitrary, parallel)
-      in  x block=(8, 128) index=(i, j) -> (i, j)
-      out y block=(8, 128) index=(i, j) -> (i, j)
-      (xw, yw) {
-    yw[...] = xw
-  }
-}
-
-# -----
-
-# An output block visited again after another one (Pallas' interpret-mode
-# check for grids, verbatim, its stray space included).
-kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
-  # expected-error@+1 {{Revisited block (0, 0) of output 0 in iteration (1, 0). The block was previously visited in iterations (0, 0) through (0, 0) .}}
-  pipeline grid=(2, 2)
-      in  x block=(8, 128) index=(i, j) -> (i, j)
-      out y block=(8, 128) index=(i, j) -> (j, 0)
       (xw, yw) {
     yw[...] = xw
   }
@@ -182,7 +129,7 @@ kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
   pipeline grid=(4,)
       in  x block=(8, 256) index=(i) -> (i, 0)
       out y block=(8, 256) index=(i) -> (i, 0)
-      # expected-error@+1 {{x is defined twice (first at line 181)}}
+      # expected-error@+1 {{x is defined twice (first at line 128)}}
       (x, yw) {
     yw[...] = x
   }
@@ -196,7 +143,7 @@ kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
       in  x block=(8, 256) index=(i) -> (i, 0)
       out y block=(8, 256) index=(i) -> (i, 0)
       (xw, yw, i) {
-    # expected-error@+1 {{i is the index of the pipeline at line 195 and cannot be rebound}}
+    # expected-error@+1 {{i is the index of the pipeline at line 142 and cannot be rebound}}
     i = alloc f32[8] @vmem
     yw[...] = xw
   }
@@ -212,7 +159,7 @@ kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
       (xw, yw) {
     yw[...] = xw
   }
-  # NOTE: note: xw was defined at line 212 inside the body of the pipeline at line 209, and exists only inside that body
+  # NOTE: note: xw was defined at line 159 inside the body of the pipeline at line 156, and exists only inside that body
   # expected-error@+1 {{xw is not defined}}
   sync_copy xw -> y
 }

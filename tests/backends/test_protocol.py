@@ -1,4 +1,5 @@
-"""The DMA protocol's verdicts on the classes issue 7 found wrong, and the
+"""The DMA protocol's verdicts on races within one buffer, crafted streams and
+helpful notes, and the
 stream validator's, each checked exactly; then the checker's work counted
 at N and 2N, so that no check grows with the program squared."""
 
@@ -45,7 +46,7 @@ def run_error(text: str, inputs: dict, name: str = "k.cpy") -> CopyIRError:
     return caught.value
 
 
-# -- races within one buffer (issue 7, section 1) --------------------------------
+# -- races within one buffer --------------------------------------------------
 
 SAME_BUFFER = """\
 kernel k(x: f32[8], y: f32[4]) {
@@ -118,7 +119,7 @@ def test_buffers_that_overlap_in_a_hand_made_stream_are_refused():
     )
 
 
-# -- crafted streams (issue 7, section 3) ----------------------------------------
+# -- crafted streams ------------------------------------------------------------
 
 
 def small_stream(**start) -> Stream:
@@ -308,7 +309,7 @@ def test_metadata_nested_too_deep_is_one_error(tmp_path):
     assert str(caught.value).startswith("Cannot read DMA stream s.npz: ")
 
 
-# -- diagnostics that help (issue 7, section 6) -----------------------------------
+# -- diagnostics that help -------------------------------------------------------
 
 
 def test_a_parameter_without_input_is_named():
@@ -360,7 +361,7 @@ def test_the_data_free_check_finds_races_without_inputs():
     assert len(verdict.starts) == 8
 
 
-# -- the Python API (issue 7, section 7) --------------------------------------------
+# -- the Python API ----------------------------------------------------------------
 
 
 def test_a_later_run_never_changes_earlier_results():
@@ -375,7 +376,7 @@ def test_a_later_run_never_changes_earlier_results():
     assert not np.shares_memory(first, second)
 
 
-# -- work that must grow linearly (issue 7, section 4) ---------------------------------
+# -- work that must grow linearly -----------------------------------------------------
 
 
 def in_flight_reads(n: int) -> Stream:

@@ -398,7 +398,7 @@ def test_oracle_sees_each_kind_of_fault():
 
 
 def test_same_buffer_mutants_reach_the_missed_race():
-    """The class issue 7 found missed: a DMA within one buffer whose source
+    """A class once missed: a DMA within one buffer whose source
     a later DMA writes while it is in flight. The mutation makes it, the
     oracle calls it a race, and so does the interpreter."""
     stream, inputs = lowered("manual")

@@ -1,4 +1,4 @@
-"""The verifier judges the values a program computes (issue 14, item 4).
+"""The verifier judges the values a program computes.
 
 Computations: a literal fits its destination's dtype (a bool is 0 or 1, a
 float literal does not overflow to infinity), and `-` is refused on bool
@@ -51,8 +51,8 @@ def test_a_condition_that_would_overflow_still_holds():
 
 def test_an_index_whose_product_would_overflow_is_refused_by_its_limit():
     """`(i * 2**62) // 2**62` is i, but a run computes addresses in 64 bits:
-    verify refuses it at the view with the limit's message (issue 14 item
-    4: what run refuses, verify refuses first, located), never with the
+    verify refuses it at the view with the limit's message (what run
+    refuses, verify refuses first, located), never with the
     `Negative index -2` of wrapped arithmetic."""
     text = f"""kernel k(x: f32[16] @hbm, y: f32[16] @hbm) {{
   for i in range(8) {{

@@ -328,3 +328,16 @@ def test_a_computation_weighs_one_event_per_operand_and_destination():
         what="Loop i", count=2 + 41 * 300000, limit=limits.MAX_EVENTS
     )
     assert limits.weight(40) == 41 and limits.weight(0) == 1
+
+
+def test_limits_on_semaphores_and_ranks():
+    many = "kernel k(x: f32[8]) {\n  s = semaphore[1000000000]\n}\n"
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(copyir.parse(many))
+    assert str(caught.value) == errors.TOO_MANY_SEMAPHORES.format(
+        name="s", count=10**9, limit=1 << 20
+    )
+    deep = "kernel k(x: f32[" + ", ".join(["1"] * 33) + "]) {}\n"
+    with pytest.raises(CopyIRError) as caught:
+        copyir.parse(deep)
+    assert str(caught.value) == errors.RANK_TOO_LARGE.format(limit=32, rank=33)

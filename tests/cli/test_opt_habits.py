@@ -1,4 +1,4 @@
-"""The habits of mlir-opt and xdsl-opt (issue 7, section 5): stdin, every
+"""The habits of mlir-opt and xdsl-opt: stdin, every
 command with --split-input-file and --verify-diagnostics, any program form
 (`--input-format dma`, detection), expected-warning/-remark, @above/@below,
 mismatches as `file:line:col: error:`, --target for every pass, pass

@@ -2,7 +2,7 @@
 
 # Pallas' schedule (jax/_src/pallas/mosaic/pipeline.py) for grid=(4,), one
 # input and one output with 2 buffers each, written in the authoring
-# syntax; the same events as schedule-two-buffers.mlir, which Pallas'
+# syntax; the same events as pipeline-schedule-two-buffers.mlir, which Pallas'
 # interpret mode ran (jax 0.10.2): the prologue fetches block 0; each step
 # fetches the next step's block, waits its own, runs the body, starts its
 # write-back and waits the previous step's; the epilogue waits the last

@@ -3,7 +3,7 @@ values, the static checks and the faults the checker must find.
 
 The schedule is compared, event by event, with an independent step-by-step
 model of Pallas' scheduler (`pipeline_programs.pallas_schedule`) on
-generated pipelines; the FileCheck tests in tests/filecheck/pipeline pin
+generated pipelines; the FileCheck tests tests/filecheck/run/pipeline-schedule-* pin
 the three schedules the issue gives.
 """
 
@@ -181,7 +181,7 @@ def carried(parallel: bool) -> str:
 
 
 def test_state_carried_across_a_parallel_dimension_is_an_error_in_every_mode():
-    """Issue 14, item 3: state carried across a parallel dimension is a
+    """State carried across a parallel dimension is a
     broken claim, reported alike in every mode and seed and by the
     data-free check, naming both iterations; over a sequential grid the
     same body is legal and every order gives one result."""

@@ -16,10 +16,17 @@ from hypothesis import strategies as st
 import copyir
 from copyir import errors
 from copyir.cli import main
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, CopyIRWarning
 from copyir.expectations import expectations
 
 RUN_ERRORS = sorted((EXAMPLES / "invalid" / "run").glob("*.*"))
+PARTLY_WRITTEN = {
+    "element_squeezed.cpy": errors.RUN_PARTLY_WRITTEN.format(
+        name="y", unwritten=384, size=512, first="y[0, 0]"
+    )
+}
+"""The examples that leave an output partly written, on purpose, and the
+warning that says so (every other example runs without one)."""
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -64,7 +71,12 @@ def test_examples_agree_with_the_reference(path, fill):
         for name, value in fill_inputs(stream, {}, fill, seed=3).items()
         if name in read_params(stream)
     }
-    check_agreement(module, inputs)
+    if path.name not in PARTLY_WRITTEN:
+        check_agreement(module, inputs)
+        return
+    with pytest.warns(CopyIRWarning) as caught:
+        check_agreement(module, inputs)
+    assert {str(w.message) for w in caught} == {PARTLY_WRITTEN[path.name]}
 
 
 def test_windows_example_copies_the_whole_array():
@@ -184,7 +196,11 @@ def test_unwritten_memory_is_poisoned():
         "kernel k(x: f32[2], y: f32[4], n: i32[3], u: u8[2], b: bool[1]) {\n"
         "  sync_copy x -> y[0:2]\n}\n"
     )
-    out = copyir.run(copyir.parse(text), {"x": np.array([1, 2], np.float32)})
+    with pytest.warns(CopyIRWarning) as caught:
+        out = copyir.run(copyir.parse(text), {"x": np.array([1, 2], np.float32)})
+    assert [str(w.message) for w in caught] == [
+        errors.RUN_PARTLY_WRITTEN.format(name="y", unwritten=2, size=4, first="y[2]")
+    ]
     assert list(out["y"][:2]) == [1, 2] and np.isnan(out["y"][2:]).all()
     assert list(out["n"]) == [-1, -1, -1]
     assert list(out["u"]) == [255, 255]
@@ -470,6 +486,8 @@ def race_free_programs(draw):
     return f"kernel generated({header}) {{\n{body}\n}}\n"
 
 
+# A generated program may leave an output partly written: poison on both paths.
+@pytest.mark.filterwarnings("ignore::copyir.errors.CopyIRWarning")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(race_free_programs(), st.integers(0, 2**16))
 def test_generated_programs_agree_with_the_reference(text, seed):

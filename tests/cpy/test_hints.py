@@ -1,4 +1,4 @@
-"""Notes that help fix an error (issue 7, section 6): the message stays
+"""Notes that help fix an error: the message stays
 exactly what it was, and a note beside it names both types, the closest
 name or keyword, or the habit from another language."""
 

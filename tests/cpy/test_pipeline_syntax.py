@@ -1,4 +1,4 @@
-"""The authoring syntax of pipelines (issue 9): `pipeline grid=(...) in x
+"""The authoring syntax of pipelines: `pipeline grid=(...) in x
 block=(...) index=(i, j) -> (...) buffers=N out y ... (xw, yw[, i, j]) {
 ... }` builds the `copy.pipeline` the MLIR form writes, prints back in the
 same syntax, and round-trips structurally (with and without debug info,
@@ -15,7 +15,7 @@ import pytest
 from conftest import EXAMPLES, PIPELINE_EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from pipeline_programs import pipelines
-from test_roundtrip_loops import assert_round_trips, ops_of
+from test_loop_syntax import assert_round_trips, ops_of
 
 import copyir
 from copyir import errors

@@ -1,6 +1,5 @@
 """Crafted input files and programs: a clear error, never exit 3, never a
-hang, never silent conversion (issue 7, section 3: inputs, programs,
-diagnostics)."""
+hang, never silent conversion (of input arrays, programs and diagnostics)."""
 
 from __future__ import annotations
 
@@ -372,7 +371,7 @@ def test_run_echoes_a_source_the_user_names(tmp_path, capsys):
     assert status == 1 and len(err.splitlines()) == 6  # each with its line and caret
 
 
-# -- inputs that used to be internal errors (review F6) ----------------------------
+# -- inputs that used to be internal errors -------------------------------------
 
 
 @pytest.mark.parametrize("suffix", [".dma", ".npz"])

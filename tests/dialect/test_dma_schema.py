@@ -1,4 +1,4 @@
-"""One schema for a DMA instruction (issue 15, part 2): each field is
+"""One schema for a DMA instruction: each field is
 listed once in `copyir.dma_schema`, and the dma ops, the `.dma` text and
 the stream's table derive from that list."""
 

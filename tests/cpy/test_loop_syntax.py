@@ -1,4 +1,4 @@
-"""The authoring syntax of loops (issue 8): each construct builds the IR the
+"""The authoring syntax of loops: each construct builds the IR the
 README's loops section describes, prints back as authoring syntax,
 and round-trips structurally, with and without debug info and through the
 MLIR form; generated loop programs round-trip too. Errors of the new syntax
@@ -322,7 +322,7 @@ def test_a_condition_too_large_is_refused():
 )
 def test_a_flat_chain_of_terms_is_one_level_of_nesting(op, term, sets, n):
     """`a or b or c ...` nests one level per term in the grammar; the
-    nesting limit is for parentheses and `not` (issue 14, item 4)."""
+    nesting limit is for parentheses and `not`."""
     cond = f" {op} ".join(term.format(k=k) for k in range(n))
     module = parse(kernel(f"  for i in range(8) {{\n    when {cond} {{\n    }}\n  }}"))
     copyir.verify(module)

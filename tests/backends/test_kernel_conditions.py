@@ -1,4 +1,4 @@
-"""Conditions at kernel level, outside any loop (issue 14, item 1).
+"""Conditions at kernel level, outside any loop.
 
 A `when` (and a `.dma` instruction's `if` predicate) holds or not once per
 run; a stream without loops must still read it. Before the fix a shortcut

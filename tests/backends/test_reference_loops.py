@@ -1,4 +1,4 @@
-"""The reference path runs loops directly: each new op of issue 8 against
+"""The reference path runs loops directly: each loop op against
 what numpy computes directly (a double buffer is a copy, a grid walks
 row-major, `when` guards, descriptors name the views where they are made,
 asynchronous window copies take the ragged block, computations round per

@@ -1,9 +1,8 @@
-"""Review of inline views and DMA_LINE: inputs where a change was wrong.
-Each test is minimal and failed on the change as reviewed.
-
-The parser no longer shares views written twice (each writing is an op;
-the lowering's `cse` merges them): the round trips below stay true, as the
-printer names a view of several users and inlines one of a single user."""
+"""Views printed inline or named, and whole DMA lines (DMA_LINE) in syntax
+errors: the smallest inputs where the parser and the printer's inlining
+once disagreed, each printed and parsed back exactly. The parser shares no
+view written twice (each writing is an op; `cse` merges them on request):
+the printer names a view of several users and inlines one of one user."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Output files: written through devices, FIFOs and symlinks, `-` for stdout,
 the umask honoured, never over a file the command reads, no temporary file
 left by SIGTERM, checked before the work, and only the written parameters on
-request (issue 7, section 2)."""
+request."""
 
 from __future__ import annotations
 
@@ -254,8 +254,7 @@ def test_an_unwritable_output_is_found_before_lowering(tmp_path, capsys):
     ],
 )
 def test_an_output_that_names_a_directory_is_refused(name, why, tmp_path, capsys):
-    """`-o new/` is a directory, as open(2) reads it: never a file `new`
-    (issue 14, item 4)."""
+    """`-o new/` is a directory, as open(2) reads it: never a file `new`."""
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("kept")
     out = f"{tmp_path}/{name}"

@@ -1,4 +1,4 @@
-"""The DMA verifier's checks of two ends (issue 7, sections 6 and 7): a
+"""The DMA verifier's checks of two ends: a
 type mismatch keeps Mosaic's message and notes both types; a start's ends
 must not overlap, a wait's may (it only names a byte count).
 

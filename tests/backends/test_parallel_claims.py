@@ -1,4 +1,4 @@
-"""The claim of a parallel loop, checked (issue 14, item 3).
+"""The claim of a parallel loop, checked.
 
 `parallel=` says the iterations of a dimension are independent; the check
 (`copyir.backends.parallel`) holds programs to it in every mode and in the

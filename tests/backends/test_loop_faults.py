@@ -1,6 +1,6 @@
 """Injected faults in the loop examples, each reported at its iteration.
 
-The stream mutants of test_faults.py change one instruction of an
+The stream mutants of test_stream_faults.py change one instruction of an
 unrolled stream; in a loop one instruction is every iteration, so here
 the faults are made where a user makes them, in the source, and each
 mutant carries what it must be reported as, known by construction:

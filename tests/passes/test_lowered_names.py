@@ -1,6 +1,6 @@
 """Names a lowering makes are fresh in their kernel, a bad stream of
 copyir's own lowering is copyir's bug (exit 3), and grids and loops nest
-past numpy's dimension limits (issue 14, items 2 and 4).
+past numpy's dimension limits.
 
 Classes covered: two pipelines over one input, `in x` with `out x`, a
 user's scratch named like a made name (and like its first fresh
@@ -12,10 +12,9 @@ error; grids of 70 dimensions (loops and pipelines) and 70 nested loops.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from loop_programs import loop_programs
 from pipeline_programs import pipelines
@@ -25,8 +24,6 @@ from copyir import cli, errors
 from copyir.api import apply_passes, lowered_stream, pipeline
 from copyir.errors import CopyIRError, InternalError
 from copyir.names import FreshNames
-
-EXAMPLES = Path(__file__).parent.parent / "examples"
 
 ROWS = "f32[256, 128] @hbm"
 SPEC = "block=(128, 128) index=(i) -> (i, 0)"
