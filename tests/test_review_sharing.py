@@ -2,7 +2,7 @@
 Each test is minimal and failed on the change as reviewed.
 
 The parser no longer shares views written twice (each writing is an op;
-the lowering's `cse` merges them): the round trips below stay true, as the
+the `cse` pass merges them): the round trips below stay true, as the
 printer names a view of several users and inlines one of a single user."""
 
 from __future__ import annotations
