@@ -65,6 +65,7 @@ def forget_verdicts() -> None:
     """Start afresh, as a new process would (a test that counts the work of
     one verify wants it cold)."""
     _VALID_ARGUMENTS.clear()
+    _VALID_VALUES.clear()
 
 
 def verify_generic(op: IRDLOperation) -> None:
@@ -80,7 +81,9 @@ def verify_generic(op: IRDLOperation) -> None:
     under that key (types by identity: parsers and builders share type
     objects, and a type's hash costs more than its check). The
     key is computed afresh at every call, so a changed op is checked
-    again. Properties, attributes and traits are checked every time.
+    again. Properties and attributes are checked at every call too, a
+    value found valid remembered by identity (`_verify_attributes`);
+    traits every time.
     """
     op_def = op.get_irdl_definition()
     segments = _segment_options(type(op), op_def)
@@ -93,11 +96,12 @@ def verify_generic(op: IRDLOperation) -> None:
     entry_types = [
         t for r in op.regions if r.first_block for t in r.first_block.arg_types
     ]
+    sizes = [s.container(op).get(s.attribute_name) for s in segments]
     key = (
         type(op),
         len(_operands(op)),
         *(map(type, types) if by_class else map(id, types)),
-        *[s.container(op).get(s.attribute_name) for s in segments],
+        *map(id, sizes),
         *[len(r.blocks) for r in op.regions],
         *map(id, entry_types),
     )
@@ -109,8 +113,8 @@ def verify_generic(op: IRDLOperation) -> None:
         verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
         if len(_VALID_ARGUMENTS) >= MAX_ENTRIES:
             _VALID_ARGUMENTS.clear()
-        _VALID_ARGUMENTS[key] = (*types, *entry_types)
-    _verify_attributes(op, op_def, context)
+        _VALID_ARGUMENTS[key] = (*types, *sizes, *entry_types)
+    _verify_attributes(op, op_def, context, remember=True)
     for trait in op_def.traits:
         trait.verify(op)
 
@@ -127,11 +131,24 @@ def arity_holds(op: IRDLOperation) -> bool:
     return True
 
 
+_VALID_VALUES: dict[tuple[int, int], tuple[object, Attribute]] = {}
+"""Keys (constraint, value) by identity of property and attribute values
+found valid (see `_verify_attributes`), each with the two objects, which
+the entry keeps alive so that no others take their ids."""
+
+
 def _verify_attributes(
-    op: Operation, op_def: OpDef, context: VerificationContext
+    op: Operation, op_def: OpDef, context: VerificationContext, remember: bool = False
 ) -> None:
     """The properties and attributes, as `OpDef.verify` checks them (only
-    properties must all be declared: attributes may carry anything)."""
+    properties must all be declared: attributes may carry anything).
+
+    With `remember` (no constraint binds a variable, so a value's verdict
+    is a pure function of the constraint and the value, both immutable)
+    a valid value is remembered by identity: builders and parsers share
+    attributes (`copyir.attributes`), and a check walks an attribute's
+    parameters where a look-up hashes two integers.
+    """
     parts = (
         ("property", op_def.properties, op.properties, OptPropertyDef),
         ("attribute", op_def.attributes, op.attributes, OptAttributeDef),
@@ -144,7 +161,16 @@ def _verify_attributes(
                 raise VerifyException(
                     f"{kind} '{name}' expected in operation '{op.name}'"
                 )
-            attr_def.constr.verify(values[name], context)
+            value, constr = values[name], attr_def.constr
+            if not remember:
+                constr.verify(value, context)
+                continue
+            key = (id(constr), id(value))
+            if key not in _VALID_VALUES:
+                constr.verify(value, context)
+                if len(_VALID_VALUES) >= MAX_ENTRIES:
+                    _VALID_VALUES.clear()
+                _VALID_VALUES[key] = (constr, value)
         if kind == "property":
             for name in values:
                 if name not in defs:
