@@ -28,7 +28,7 @@ from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.index import constant_out_of_range, divides_by_zero
 
-from .generic import arity_holds, verify_generic
+from .generic import arity_holds, remembered_check, verify_generic
 from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
 
 if TYPE_CHECKING:
@@ -99,6 +99,13 @@ class CopyOp(IRDLOperation):
     def verify_(self) -> None:
         self.check()
 
+    def check_inputs(self) -> tuple[Attribute, ...] | None:
+        """The attributes (types, properties) whose identities, with the
+        op's class and operand count, decide `check` on an op that passed
+        `verify_generic`; None (the default) when `check` reads more, such
+        as other ops. A passed check is remembered under them."""
+        return None
+
     def verify_all(self) -> None:
         """xDSL's generic checks of the op's shape (`verify_generic`), then
         its own.
@@ -113,7 +120,7 @@ class CopyOp(IRDLOperation):
         """
         try:
             verify_generic(self)
-            self.check()
+            remembered_check(self, self.check_inputs(), self.check)
         except VerifyException:
             if not arity_holds(self):
                 raise

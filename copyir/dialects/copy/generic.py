@@ -66,6 +66,7 @@ def forget_verdicts() -> None:
     one verify wants it cold)."""
     _VALID_ARGUMENTS.clear()
     _VALID_VALUES.clear()
+    _VALID_CHECKS.clear()
 
 
 def verify_generic(op: IRDLOperation) -> None:
@@ -117,6 +118,32 @@ def verify_generic(op: IRDLOperation) -> None:
     _verify_attributes(op, op_def, context, remember=True)
     for trait in op_def.traits:
         trait.verify(op)
+
+
+_VALID_CHECKS: dict[tuple, tuple[Attribute, ...]] = {}
+"""Keys of ops whose own check passed (see `remembered_check`), each with
+the attributes the key names by identity, kept alive by the entry."""
+
+
+def remembered_check(
+    op: Operation, inputs: tuple[Attribute, ...] | None, check: Callable[[], None]
+) -> None:
+    """Run an op's own check, unless one of its class passed on the same
+    operand count and the same `inputs`: the immutable attributes (types,
+    properties) that its verdict is a pure function of, or None when it
+    reads more. Keyed by identity, as `verify_generic` keys types: parsers
+    and builders share attributes, and a hash walks their parameters. Only
+    a pass is remembered, so every error is raised by the check itself."""
+    if inputs is None:
+        check()
+        return
+    key = (type(op), len(_operands(op)), *map(id, inputs))
+    if key in _VALID_CHECKS:
+        return
+    check()
+    if len(_VALID_CHECKS) >= MAX_ENTRIES:
+        _VALID_CHECKS.clear()
+    _VALID_CHECKS[key] = inputs
 
 
 def arity_holds(op: IRDLOperation) -> bool:
