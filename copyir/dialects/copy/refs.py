@@ -219,12 +219,46 @@ def kernel_level(op: Operation) -> Operation:
     return op
 
 
+_VIEW_TYPES: dict[tuple[int, tuple[Subscript, ...]], tuple[Attribute, Attribute]] = {}
+"""View types by their source type's id and subscripts, each with the
+source type, which the entry keeps alive so that no other takes its id."""
+
+_VIEW_PROPERTIES: dict[tuple[Subscript, ...], dict[str, Attribute]] = {}
+"""A view's properties by its subscripts (handed out as copies)."""
+
+_SHARED = 4096
+"""Bound of the two caches above; a full one starts afresh."""
+
+
 def view_result_type(source: Attribute, subscripts: Sequence[Subscript]) -> Attribute:
     """The type of a view; a well-formed placeholder when the view is not.
 
     Parsers build views before verifying them, so an invalid view gets the
-    source's type and the verifier reports the view itself.
+    source's type and the verifier reports the view itself. Shared: one
+    object per source type and subscripts (by the source's identity, as a
+    type's hash walks its parameters), so that checks remembered by
+    identity (`CopyOp.check_inputs`) meet the same types again.
     """
+    key = (id(source), tuple(subscripts))
+    known = _VIEW_TYPES.get(key)
+    if known is not None:
+        return known[1]
+    result = _view_result_type(source, subscripts)
+    if len(_VIEW_TYPES) >= _SHARED:
+        _VIEW_TYPES.clear()
+    _VIEW_TYPES[key] = (source, result)
+    return result
+
+
+def _subscript_properties(subscripts: Sequence[Subscript]) -> dict[str, Attribute]:
+    return {
+        "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
+        "sizes": i64_array(tuple(s for _, s, _ in subscripts)),
+        "dropped": i64_array(tuple(i for i, (_, _, d) in enumerate(subscripts) if d)),
+    }
+
+
+def _view_result_type(source: Attribute, subscripts: Sequence[Subscript]) -> Attribute:
     if not isinstance(source, RefType) or len(subscripts) > len(source.shape):
         return source
     shape = list(source.get_shape())
@@ -285,13 +319,14 @@ class ViewOp(IndexedOp):
     def subscript_properties(
         subscripts: Sequence[Subscript],
     ) -> dict[str, Attribute]:
-        return {
-            "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
-            "sizes": i64_array(tuple(s for _, s, _ in subscripts)),
-            "dropped": i64_array(
-                tuple(i for i, (_, _, d) in enumerate(subscripts) if d)
-            ),
-        }
+        """`offsets`, `sizes` and `dropped`: a fresh dict of shared arrays."""
+        key = tuple(subscripts)
+        known = _VIEW_PROPERTIES.get(key)
+        if known is None:
+            if len(_VIEW_PROPERTIES) >= _SHARED:
+                _VIEW_PROPERTIES.clear()
+            known = _VIEW_PROPERTIES[key] = _subscript_properties(key)
+        return dict(known)
 
     def static_starts(self) -> Sequence[int]:
         return int_values(self.offsets)
@@ -318,6 +353,10 @@ class ViewOp(IndexedOp):
         ]
         vars(self)["_subscripts"] = (offsets, sizes, dropped, decoded)
         return decoded
+
+    def check_inputs(self) -> tuple[Attribute, ...]:
+        types = (self.source.type, self.result.type)
+        return (*types, self.offsets, self.sizes, self.dropped)
 
     def check(self) -> None:
         source = expect_ref("a view", "source", self.source)
@@ -435,6 +474,9 @@ class SemIndexOp(IndexedOp):
     def subscripts(self) -> list[Subscript]:
         """The indices as a view's subscripts, each dropping its dimension."""
         return [(i, 1, True) for i in int_values(self.indices)]
+
+    def check_inputs(self) -> tuple[Attribute, ...]:
+        return (self.source.type, self.result.type, self.indices)
 
     def check(self) -> None:
         indices = int_values(self.indices)
