@@ -91,19 +91,23 @@ def verify_generic(op: IRDLOperation) -> None:
     if segments is None or op.successors:
         op_def.verify(op)
         return
-    types = [v.type for v in _operands(op)]
+    operands = _operands(op)
+    types = [v.type for v in operands]
     types += [r.type for r in op.results]
     by_class = _checks_classes_only(type(op), op_def)
-    entry_types = [
-        t for r in op.regions if r.first_block for t in r.first_block.arg_types
-    ]
+    regions = op.regions
+    entry_types = (
+        [t for r in regions if r.first_block for t in r.first_block.arg_types]
+        if regions
+        else []
+    )
     sizes = [s.container(op).get(s.attribute_name) for s in segments]
     key = (
         type(op),
-        len(_operands(op)),
+        len(operands),
         *(map(type, types) if by_class else map(id, types)),
         *map(id, sizes),
-        *[len(r.blocks) for r in op.regions],
+        *[len(r.blocks) for r in regions],
         *map(id, entry_types),
     )
     context = VerificationContext()
