@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import functools
 import inspect
 import itertools
 import re
@@ -129,9 +130,11 @@ def _type_name(hint: object) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint)
 
 
+@functools.cache
 def _field_docs(cls: type) -> dict[str, str]:
     """The string after each field of a class: its docstring by convention
-    (Python keeps no such docstrings at run time, so read the source)."""
+    (Python keeps no such docstrings at run time, so read the source, once
+    per class: every `lower` builds its pipeline through `options`)."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
