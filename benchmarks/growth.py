@@ -9,7 +9,9 @@ costs do not hide the growth: doubling from the case's start until the 8N
 run takes at least S seconds (default 1), unless the case fixes N. Each
 time is the best of R runs (default 3), in CPU seconds of this process
 (`time.process_time`), so that other work on the machine disturbs the
-ratios less than it would wall-clock time.
+ratios less than it would wall-clock time; each includes the garbage
+collector's, during the stage and collecting what it left (see
+measure.py).
 
 A case is a function registered with `@case(name)`: it takes n, builds a
 program of that size (untimed) and returns the stage to time, a function of
@@ -20,11 +22,11 @@ Name cases `<stage>-<shape of the program>`.
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from measure import paid
 
 import copyir
 from copyir.api import apply_passes, pipeline
@@ -513,15 +515,9 @@ MAX_N = 1 << 22
 
 
 def seconds(case: Case, n: int, repeat: int) -> float:
-    """The best of `repeat` runs of the case's stage at size n."""
-    best = float("inf")
-    for _ in range(repeat):
-        stage = case.prepare(n)
-        gc.collect()
-        start = time.process_time()
-        stage()
-        best = min(best, time.process_time() - start)
-    return best
+    """The best of `repeat` runs of the case's stage at size n, in CPU
+    seconds, the collector's included (`measure.paid`)."""
+    return min(paid(case.prepare(n))[0].cpu for _ in range(repeat))
 
 
 def choose_n(case: Case, at_least: float) -> int:

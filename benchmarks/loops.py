@@ -19,9 +19,17 @@ Prints, from one run:
    mutant wrong only at its last iteration (it must be reported at
    `i = N - 1`).
 3. The same copies unrolled: a generated ring of R = 10,000 start/wait
-   pairs through 16 VMEM slots, no loop, end to end through `copyir.run`'s
-   stages (parse, verify, lower, check, execute) per DMA. Target: at most
-   0.5 ms per DMA.
+   pairs through 16 VMEM slots, no loop, end to end: `copyir.run(text)` as
+   one call, CPU per DMA (target: at most 0.5 ms), then `copyir run` as a
+   process against the call plus start-up, then each stage (parse,
+   verify, lower, tables, check, execute) timed on its own beside the
+   total.
+
+Every figure is what a user pays (see measure.py): one call with the
+garbage collector on, the collection of what it leaves included, its
+share printed beside; the command line as a process. Part 1 also runs the
+loop at N both ways: `copyir.run` as one call and `copyir run` as a
+process (inputs zeros, `--fill-inputs zeros`).
 
 For scale: Pallas' TPU interpret mode needs about 0.65 ms per DMA on this
 machine, about 4 minutes for the 400,000 DMAs of N = 200,000.
@@ -30,15 +38,19 @@ machine, about 4 minutes for the 400,000 DMAs of N = 200,000.
 from __future__ import annotations
 
 import argparse
-import gc
-import io
 import json
-import resource
-import subprocess
-import sys
-import time
 
 import numpy as np
+from measure import (
+    Paid,
+    fresh_input,
+    in_subprocess,
+    paid,
+    peak_bytes,
+    stream_size,
+    timed,
+    versus_command,
+)
 
 BLOCK = (8, 128)
 
@@ -106,41 +118,12 @@ def ring(count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def timed(fn):
-    gc.collect()
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
 def lowered(text: str, name: str):
     import copyir
 
     seconds, program = timed(lambda: copyir.lower(text, in_place=True))
     stream = copyir.to_stream(program)
     return seconds, program, stream
-
-
-def stream_size(program, stream) -> str:
-    import copyir
-    from copyir.stream import save_npz
-
-    data = io.BytesIO()
-    save_npz(stream, data)
-    text = copyir.dma_text(program)
-    return (
-        f"{len(stream.instructions)} instructions, {len(text):,} bytes of text, "
-        f"{len(data.getvalue()):,} bytes npz"
-    )
-
-
-def fresh_input(rows: int) -> np.ndarray:
-    """An input array filled in place (no temporary as large as itself)."""
-    x = np.empty((rows, 128), np.float32)
-    for start in range(0, rows, 1 << 16):
-        stop = min(rows, start + (1 << 16))
-        x[start:stop] = np.arange(start, stop, dtype=np.float32)[:, None]
-    return x
 
 
 def baseline(kind: str, n: int) -> float:
@@ -162,27 +145,6 @@ def baseline(kind: str, n: int) -> float:
     return timed(loop)[0]
 
 
-REPEAT = 3
-
-
-def in_subprocess(*args: str) -> dict:
-    """A measurement in processes of its own (its memory, its first touch of
-    fresh pages, which is slow and noisy here, nothing left over from other
-    measurements): the best of REPEAT runs, each figure taken at its least."""
-    best: dict = {}
-    for _ in range(REPEAT):
-        result = subprocess.run(
-            [sys.executable, __file__, *args],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        figures = json.loads(result.stdout.strip().splitlines()[-1])
-        for key, value in figures.items():
-            best[key] = min(best.get(key, value), value)
-    return best
-
-
 def run_figures(n: int) -> dict:
     """Check and execute the double buffer at n, in this process (the
     subprocess of `--child`): times, and peak memory beyond the arrays."""
@@ -190,11 +152,9 @@ def run_figures(n: int) -> dict:
 
     x = fresh_input(8 * n)
     _, _, stream = lowered(double_buffer(n), "db.cpy")
-    gc.collect()
     check, program = timed(lambda: Executable(stream, {"x"}, "random", 0))
     execute, out = timed(lambda: program.run({"x": x}))
-    # The peak before the comparison, whose temporary is not the run's.
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_bytes()  # before the comparison, whose temporary is not the run's
     assert np.array_equal(out["y"], x)
     arrays = x.nbytes + out["y"].nbytes
     return {"check": check, "execute": execute, "peak": peak, "arrays": arrays}
@@ -217,9 +177,9 @@ def part_one(small: int, n: int) -> None:
         seconds, program, stream = lowered(double_buffer(count), "db.cpy")
         size = stream_size(program, stream)
         print(f"   N = {count:,}: lowering {seconds:.3f} s; stream: {size}")
-    figures = in_subprocess("--child", str(n))
-    a = in_subprocess("--baseline", "a", str(n))["seconds"]
-    b = in_subprocess("--baseline", "b", str(n))["seconds"]
+    figures = in_subprocess(__file__, "--child", str(n))
+    a = in_subprocess(__file__, "--baseline", "a", str(n))["seconds"]
+    b = in_subprocess(__file__, "--baseline", "b", str(n))["seconds"]
     run = figures["check"] + figures["execute"]
     beyond = (figures["peak"] - figures["arrays"]) / 2**20
     print(
@@ -231,6 +191,10 @@ def part_one(small: int, n: int) -> None:
         f"   peak memory {figures['peak'] / 2**20:,.0f} MiB: the arrays "
         f"{figures['arrays'] / 2**20:,.0f} MiB + {beyond:,.0f} MiB (target <= 256 MiB)"
     )
+    print(f"   N = {n:,} as a user pays it (lowering, check and execute):")
+    zeros = {name: np.zeros((8 * n, 128), np.float32) for name in "xy"}
+    for line in versus_command(double_buffer(n), double_buffer(2), zeros).lines():
+        print(f"     {line}")
 
 
 def part_two(n: int) -> None:
@@ -247,13 +211,15 @@ def part_two(n: int) -> None:
     print(f"   three slots, % 3 semaphores: lowering {seconds:.3f} s, run {run:.2f} s")
     del out
     _, _, stream = lowered(last_iteration_mutant(n), "mutant.cpy")
-    start = time.perf_counter()
-    try:
-        copyir.run(stream, {"x": x})
-        verdict = "NOT REPORTED"
-    except CopyIRError as err:
-        verdict = str(err)
-    seconds = time.perf_counter() - start
+
+    def report() -> str:
+        try:
+            copyir.run(stream, {"x": x})
+        except CopyIRError as err:
+            return str(err)
+        return "NOT REPORTED"
+
+    seconds, verdict = timed(report)
     print(f"   mutant wrong only at its last iteration ({seconds:.2f} s):")
     print(f"     {verdict}")
 
@@ -265,23 +231,36 @@ def part_three(count: int) -> None:
 
     print("3. The same copies unrolled")
     text = ring(count)
-    x = fresh_input(8 * count).reshape(count, 8, 128)
-    parse, module = timed(lambda: copyir.parse(text, "ring.cpy"))
-    verify, _ = timed(lambda: copyir.verify(module))
-    lower, program = timed(lambda: copyir.lower(module, in_place=True))
-    tables, stream = timed(lambda: copyir.to_stream(program))
-    check, compiled = timed(lambda: Executable(stream, {"x"}, "random", 0))
-    execute, _ = timed(lambda: compiled.run({"x": x}))
-    # copyir.lower verifies again; count verify once, as copyir.run does.
-    total = parse + lower + tables + check + execute
+    x = np.zeros((count, 8, 128), np.float32)
+    versus = versus_command(text, ring(16), {"x": x})
+    call = versus.call
     print(
-        f"   {count:,} DMAs: parse {parse:.2f} s, verify {verify:.2f} s, lower "
-        f"{lower - verify:.2f} s, tables {tables:.2f} s, check {check:.2f} s, "
-        f"execute {execute:.2f} s"
+        f"   {count:,} DMAs end to end, as a user pays them: {call.cpu:.2f} s of "
+        f"CPU = {call.cpu / count * 1e3:.3f} ms per DMA (target <= 0.5 ms)"
+    )
+    for line in versus.lines():
+        print(f"   {line}")
+    phases = {}
+    phases["parse"], module = paid(lambda: copyir.parse(text, "ring.cpy"))
+    phases["verify"], _ = paid(lambda: copyir.verify(module))
+    lower, program = paid(lambda: copyir.lower(module, in_place=True))
+    phases["tables"], stream = paid(lambda: copyir.to_stream(program))
+    phases["check"], compiled = paid(lambda: Executable(stream, {"x"}, "random", 0))
+    phases["execute"], _ = paid(lambda: compiled.run({"x": x}))
+    # copyir.lower verifies again; its passes alone are lower - verify.
+    phases["lower"] = Paid(
+        lower.seconds - phases["verify"].seconds,
+        lower.cpu - phases["verify"].cpu,
+        lower.collector - phases["verify"].collector,
+    )
+    total = sum(phases.values(), Paid(0.0, 0.0, 0.0))
+    print(
+        "   its phases one at a time, CPU (beside the total, not instead of it): "
+        + ", ".join(f"{name} {cost.cpu:.2f} s" for name, cost in phases.items())
     )
     print(
-        f"   end to end {total:.2f} s = {total / count * 1e3:.3f} ms per DMA "
-        "(target <= 0.5 ms)"
+        f"   sum of the phases {total.cpu:.2f} s, collector {total.collector:.2f} s "
+        "of it (each phase's collection walks only what it made)"
     )
 
 

@@ -16,6 +16,11 @@ Prints, from one run:
    peak memory of a run beyond its arrays. Each is measured in processes of
    their own, the best of 3. Targets: run (check + execute) within 3x of
    (b); peak memory at most the arrays plus 256 MiB.
+3. For N, what a user pays: `copyir.run(text)` as one call, and `copyir
+   run` as a process (inputs zeros) against the call plus the start-up of
+   the same command on a 2-step pipeline.
+
+Every time includes the garbage collector's (see measure.py).
 
 For scale: Pallas' TPU interpret mode needs about four minutes for the
 same 400,000 DMAs on this machine.
@@ -27,7 +32,14 @@ import argparse
 import json
 
 import numpy as np
-from measure import fresh_input, in_subprocess, peak_bytes, stream_size, timed
+from measure import (
+    fresh_input,
+    in_subprocess,
+    peak_bytes,
+    stream_size,
+    timed,
+    versus_command,
+)
 
 
 def pipeline(steps: int) -> str:
@@ -127,6 +139,11 @@ def main() -> None:
         f"{figures['arrays'] / 2**20:,.0f} MiB + {beyond:,.0f} MiB "
         "(target <= 256 MiB)"
     )
+    print(f"3. {n:,} steps as a user pays them (lowering, check and execute)")
+    zeros = {name: np.zeros((8 * n, 128), np.float32) for name in "xy"}
+    versus = versus_command(pipeline(n), pipeline(2), zeros, suffix=".mlir")
+    for line in versus.lines():
+        print(f"   {line}")
 
 
 if __name__ == "__main__":

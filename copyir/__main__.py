@@ -2,6 +2,6 @@
 
 import sys
 
-from copyir.cli import main
+from copyir.cli import command
 
-sys.exit(main())
+sys.exit(command())

@@ -14,6 +14,7 @@ the stream changing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -117,6 +118,24 @@ def expand(stream: Stream, order: Mapping[int, np.ndarray] | None = None) -> Tra
     sort = np.lexsort(keys[::-1])
     fields = [np.concatenate([p[1][k] for p in parts])[sort] for k in range(6)]
     return Trace(*fields)
+
+
+def executions(stream: Stream, op: int) -> int:
+    """How many events the instructions of kind `op` have, counted per
+    instruction (its loops' points where its predicate holds) without
+    expanding the stream."""
+    table = stream.instructions
+    total = 0
+    for row in np.flatnonzero(table["op"] == op):
+        loops = chain(stream, int(table["loop"][row]))
+        trips = [stream.loops[x - 1].trip_count for x in loops]
+        predicate = int(table["predicate"][row])
+        if predicate:
+            points = list(grid_points(trips) if trips else np.zeros((0, 1), np.int64))
+            total += int(holds(stream.predicates[predicate - 1], points).sum())
+        else:
+            total += math.prod(trips)
+    return total
 
 
 def _first_rows(stream: Stream) -> np.ndarray:

@@ -114,16 +114,24 @@ class Option:
     doc: str
 
 
-def options(name: str) -> list[Option]:
-    """The options of a pass, with their types, defaults and docstrings."""
+def option_names(name: str) -> list[str]:
+    """The names of a pass's options: what a pipeline spec may set (read
+    without the docs, which `options` reads from the pass's source)."""
+    return [f.name for f in dataclasses.fields(PASSES[name]()) if f.init]
+
+
+@functools.cache
+def options(name: str) -> tuple[Option, ...]:
+    """The options of a pass, with their types, defaults and docstrings
+    (read from the source once per process, for `--list-passes`)."""
     cls = PASSES[name]()
     hints = typing.get_type_hints(cls)
     docs = _field_docs(cls)
-    return [
+    return tuple(
         Option(f.name, _type_name(hints[f.name]), f.default, docs.get(f.name, ""))
         for f in dataclasses.fields(cls)
         if f.init
-    ]
+    )
 
 
 def _type_name(hint: object) -> str:
@@ -175,7 +183,7 @@ def parse_pipeline(spec: str, target: str | None = None) -> list[ModulePass]:
                     name=arg.name, hint=_hint(arg.name, PASSES), known=", ".join(PASSES)
                 )
             )
-        known = [option.name for option in options(arg.name)]
+        known = option_names(arg.name)
         given = dict(arg.normalize_parameter_names().parameters)
         for option in given:
             if option not in known:
