@@ -138,11 +138,9 @@ def _type_name(hint: object) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint)
 
 
-@functools.cache
 def _field_docs(cls: type) -> dict[str, str]:
     """The string after each field of a class: its docstring by convention
-    (Python keeps no such docstrings at run time, so read the source, once
-    per class: every `lower` builds its pipeline through `options`)."""
+    (Python keeps no such docstrings at run time, so read the source)."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
