@@ -12,6 +12,7 @@ import functools
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -54,6 +55,12 @@ def int_values(array: DenseArrayBase[IntegerType]) -> tuple[int, ...]:
         _DECODED.clear()
     _DECODED[key] = (values, array.elt_type)
     return values
+
+
+@functools.lru_cache(maxsize=4096)
+def int_attr(value: int) -> IntAttr:
+    """A shared `IntAttr` (a location's column: statements share a few)."""
+    return IntAttr(value)
 
 
 @functools.lru_cache(maxsize=65536)

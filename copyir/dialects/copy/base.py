@@ -11,6 +11,7 @@ program, so that each view is folded once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -82,9 +83,11 @@ either, so that a word that names no action is reported with the user's
 word (`Unknown action: Start`) in every form."""
 
 
+@functools.lru_cache(maxsize=64)
 def action_attr(word: str) -> Attribute:
     """The action a word names; a word that names none stays a `StringAttr`
-    for the verifier to report."""
+    for the verifier to report. Shared: one attribute per word, as every
+    DMA of a program names one of two."""
     return DmaActionAttr(DmaAction(word)) if word in ACTIONS else StringAttr(word)
 
 

@@ -226,6 +226,9 @@ source type, which the entry keeps alive so that no other takes its id."""
 _VIEW_PROPERTIES: dict[tuple[Subscript, ...], dict[str, Attribute]] = {}
 """A view's properties by its subscripts (handed out as copies)."""
 
+_SUBSCRIPTS: dict[tuple[int, int, int], tuple[tuple, list[Subscript]]] = {}
+"""A view's decoded subscripts (see `ViewOp.subscripts`)."""
+
 _SHARED = 4096
 """Bound of the two caches above; a full one starts afresh."""
 
@@ -335,15 +338,15 @@ class ViewOp(IndexedOp):
         return self.dynamic_offsets
 
     def subscripts(self) -> list[Subscript]:
+        """Decoded once per distinct (offsets, sizes, dropped), by their
+        identities, each entry keeping the three alive: verify and the
+        lowering ask often, and views of one program share their arrays
+        (a list kept per op would be objects per op for the collector)."""
         offsets, sizes, dropped = self.offsets, self.sizes, self.dropped
-        cached = self.__dict__.get("_subscripts")
-        if (
-            cached is not None
-            and cached[0] is offsets
-            and cached[1] is sizes
-            and cached[2] is dropped
-        ):
-            return cached[3]  # decoded once per op: verify and lowering ask often
+        key = (id(offsets), id(sizes), id(dropped))
+        known = _SUBSCRIPTS.get(key)
+        if known is not None:
+            return known[1]
         indexed = set(int_values(dropped))
         decoded = [
             (o, s, i in indexed)
@@ -351,7 +354,9 @@ class ViewOp(IndexedOp):
                 zip(int_values(offsets), int_values(sizes), strict=False)
             )
         ]
-        vars(self)["_subscripts"] = (offsets, sizes, dropped, decoded)
+        if len(_SUBSCRIPTS) >= _SHARED:
+            _SUBSCRIPTS.clear()
+        _SUBSCRIPTS[key] = ((offsets, sizes, dropped), decoded)
         return decoded
 
     def check_inputs(self) -> tuple[Attribute, ...]:
