@@ -35,6 +35,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 
 from copyir.dialects.copy import (
+    DYNAMIC,
     ForOp,
     IndexOp,
     PipelineOp,
@@ -205,16 +206,22 @@ class Accesses:
             self._known[value] = access
         for op in reversed(chain):
             if access is not None:
-                subscripts = [
-                    (self.start(start), size, dropped)
-                    for start, (_, size, dropped) in zip(
-                        op.starts(), op.subscripts(), strict=True
-                    )
-                ]
-                access = access.view(subscripts)
+                access = access.view(self._subscripts(op))
                 self.folded += 1
             self._known[op.result] = access
         return access
+
+    def _subscripts(self, op: ViewOp | SemIndexOp) -> list[tuple[Bound, int, bool]]:
+        """The op's subscripts, each start an integer or an expression."""
+        subscripts, static = op.subscripts(), op.static_starts()
+        if DYNAMIC not in static and len(static) == len(subscripts):
+            return subscripts  # each start its integer, as written
+        return [
+            (self.start(start), size, dropped)
+            for start, (_, size, dropped) in zip(
+                op.starts(), op.subscripts(), strict=True
+            )
+        ]
 
     def overlap(self, a: SSAValue, b: SSAValue) -> bool | None:
         """Whether two refs share an element of one root buffer (for

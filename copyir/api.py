@@ -347,12 +347,13 @@ def run(
     from copyir.backends.interpreter import run_stream
 
     ours = not isinstance(program, ModuleOp)  # parsed here: ours to lower in place
-    program = _program(program, "run")
-    if isinstance(program, ModuleOp):
-        stream = lowered_stream(program, kernel, target, in_place=ours)
-    else:
-        check_kernel(program, kernel)
-        stream = to_stream(program)
+    with gc_paused():  # one pause from text to stream, not one per stage
+        program = _program(program, "run")
+        if isinstance(program, ModuleOp):
+            stream = lowered_stream(program, kernel, target, in_place=ours)
+        else:
+            check_kernel(program, kernel)
+            stream = to_stream(program)
     return run_stream(stream, dict(inputs or {}), mode, seed)
 
 

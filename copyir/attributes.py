@@ -12,12 +12,14 @@ import functools
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
     i32,
     i64,
 )
+from xdsl.ir import Attribute
 from xdsl.parser import AttrParser
 
 from copyir import errors
@@ -35,10 +37,30 @@ def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i32, sizes)
 
 
-@functools.lru_cache(maxsize=4096)
+_DECODED: dict[tuple[bytes, int], tuple[tuple[int, ...], Attribute]] = {}
+"""Decoded arrays by their bytes and their element type's id, each with
+that type, which the entry keeps alive so that no other object takes its
+id. Not by the attribute: its hash walks its parameters (the element type's
+too) at every call, which costs more than looking its bytes up."""
+
+
 def int_values(array: DenseArrayBase[IntegerType]) -> tuple[int, ...]:
     """The integers of an array attribute, decoded once per distinct array."""
-    return tuple(array.get_values())
+    key = (array.data.data, id(array.elt_type))
+    known = _DECODED.get(key)
+    if known is not None:
+        return known[0]
+    values = tuple(array.get_values())
+    if len(_DECODED) >= 4096:  # a full cache starts afresh
+        _DECODED.clear()
+    _DECODED[key] = (values, array.elt_type)
+    return values
+
+
+@functools.lru_cache(maxsize=4096)
+def int_attr(value: int) -> IntAttr:
+    """A shared `IntAttr` (a location's column: statements share a few)."""
+    return IntAttr(value)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -83,10 +83,15 @@ LOWERING = (
     "expand-pytree-copies",
     "expand-windows",
     "assign-addresses",
-    "cse",
     "convert-copy-to-dma",
 )
-"""The default pipeline: what `copyir lower` runs, and `copyir opt` without -p."""
+"""The default pipeline: what `copyir lower` runs, and `copyir opt` without -p.
+
+Without `cse`: `convert-copy-to-dma` folds each view once however many ops
+hold an equal one, and the stream is the same either way, so merging them
+first costs more than it saves (on an unrolled ring of 10,000 DMAs, 80,000
+ops, xDSL's CSE cost three times the time it saved `convert-copy-to-dma`).
+`copyir opt -p cse` still runs it."""
 
 
 def description(name: str) -> str:

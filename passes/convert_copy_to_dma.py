@@ -239,6 +239,8 @@ class _Lowering:
         )
 
     def lower(self, op: Operation, out: list[Operation], context: _Context) -> None:
+        if op.__class__ in _FOLDED:  # most ops of a large kernel: decided first
+            return
         if isinstance(op, ForOp):
             out.append(self.loop(op, context))
             return
@@ -387,6 +389,11 @@ class _Lowering:
         access = self.accesses(value)
         assert access is not None
         return access
+
+
+_FOLDED = frozenset({ViewOp, SemIndexOp, IndexOp, AsyncCopyOp})
+"""Ops that lower to no instruction: the instructions that use them fold
+them in (views and indices into addresses, a descriptor into its DMAs)."""
 
 
 def _ref_type(value: SSAValue) -> RefType:

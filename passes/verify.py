@@ -18,6 +18,7 @@ mistake has when it is static.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -119,23 +120,19 @@ def _verify_op(
         if (domain.loops or domain.conditions) and isinstance(op, TOP_LEVEL):
             raise CopyIRError(errors.NOT_AT_TOP_LEVEL.format(op=op.name))
         op.verify_all()
-        if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
-            op.verify_accesses(accesses)
-        budget.count(op, domain)  # before any work at every point of a domain
-        if domain.loops:
-            _check_over_domain(op, accesses, domain)
-        if isinstance(op, PipelineOp):
-            from copyir.pipelines import analyse
-
-            analyse(op)
-            _check_index_maps_limit(op)
-            _check_input_windows_read_only(op, accesses)
-        _check_capacity(op, target)
+        if _plain(type(op)):  # no accesses, instructions, loops or buffers
+            if domain.loops:
+                _check_over_domain(op, accesses, domain)
+        else:
+            _check_kind(op, target, accesses, domain, budget)
     except VerifyException as err:
         raise CopyIRError(str(err), loc_of(op.location)) from None
     except CopyIRError as err:
         raise err.at(loc_of(op.location)) from None
     if isinstance(op, ComputeOp):  # its region of scalar ops is its own check's
+        defined.update(op.results)
+        return
+    if not op.regions:
         defined.update(op.results)
         return
     inner_domain = _inner_domain(op, accesses, domain)
@@ -151,6 +148,50 @@ def _verify_op(
                 _verify_op(child, inner, target, accesses, inner_domain, budget)
                 inner.update(child.results)
     defined.update(op.results)
+
+
+def _check_kind(
+    op: CopyOp, target: Target, accesses: Accesses, domain: Domain, budget: Budget
+) -> None:
+    """The walk's checks of an op that is not `_plain`, in their order."""
+    if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
+        op.verify_accesses(accesses)
+    budget.count(op, domain)  # before any work at every point of a domain
+    if domain.loops:
+        _check_over_domain(op, accesses, domain)
+    if isinstance(op, PipelineOp):
+        from copyir.pipelines import analyse
+
+        analyse(op)
+        _check_index_maps_limit(op)
+        _check_input_windows_read_only(op, accesses)
+    _check_capacity(op, target)
+
+
+_KINDS = (
+    DmaOp,
+    SyncCopyOp,
+    AsyncCopyOp,
+    AsyncDmaOp,
+    InvalidateOp,
+    ComputeOp,
+    BufferedCopyOp,
+    ForOp,
+    PipelineOp,
+    KernelOp,
+    AllocOp,
+    BufferedRefOp,
+)
+"""The ops whose kind `_check_kind` (the budget, the capacity, the checks
+through views) has something to do for."""
+
+
+@functools.cache
+def _plain(cls: type) -> bool:
+    """Whether `_check_kind` has nothing to do for ops of the class (views,
+    indices, semaphores and conditions: most ops of a large kernel), so
+    that they are spared a dozen isinstance checks each."""
+    return not issubclass(cls, _KINDS)
 
 
 # -- the limits of a run ---------------------------------------------------------------

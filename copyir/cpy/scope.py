@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from copyir import errors, pytree
+from copyir.attributes import int_attr
 from copyir.cpy.keywords import VALUE_WORDS
 from copyir.dialects.copy import set_name
 from copyir.errors import CopyIRError, Loc, Note
@@ -132,7 +133,7 @@ class ScopedBuilder:
         token = first_token(stmt)
         assert token is not None  # a statement is written
         line, col = position(token)
-        return FileLineColLoc(self.filename_attr, IntAttr(line), IntAttr(col))
+        return FileLineColLoc(self.filename_attr, IntAttr(line), int_attr(col))
 
     def emit(
         self,

@@ -1082,7 +1082,7 @@ def test_names_that_start_like_keywords():
 
 def test_a_view_written_again_is_another_view():
     """The parser makes the ops the text writes: a wait's views are not its
-    start's (the lowering's CSE merges them, tests/passes/test_cse.py)."""
+    start's (the `cse` pass merges them, tests/passes/test_cse.py)."""
     module = parse(
         kernel(
             "  copy_start x[0:8] -> buf[0], sems[0]\n"

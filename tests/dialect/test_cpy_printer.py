@@ -45,7 +45,7 @@ def test_an_unnamed_view_of_one_user_is_inline():
 
 
 def test_an_unnamed_view_of_two_users_is_named():
-    """What the lowering's cse leaves: a wait that takes its start's views."""
+    """What `cse` leaves: a wait that takes its start's views."""
     text = printed(VIEWS + START + WAIT)
     assert "  v0 = x[0:8]\n  v1 = buf[0]\n" in text, text
     assert "  copy_start v0 -> v1, s\n  copy_wait v0 -> v1, s\n" in text, text

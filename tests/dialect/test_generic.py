@@ -9,8 +9,9 @@ from conftest import INVALID_EXAMPLES, VALID_EXAMPLES
 from xdsl.dialects.builtin import StringAttr
 
 import copyir
+from copyir.attributes import i64_array
 from copyir.dialects.copy import CopyOp, DmaOp, ViewOp
-from copyir.dialects.copy.generic import verify_generic
+from copyir.dialects.copy.generic import forget_verdicts, verify_generic
 from copyir.errors import CopyIRError
 
 
@@ -113,3 +114,41 @@ def test_verify_generic_says_what_xdsl_says_of_changed_ops():
         expected = verdict(op.get_irdl_definition().verify, op)
         assert expected is not None
         assert verdict(verify_generic, op) == expected
+
+
+def cold_verdict(module):
+    """The verify of a fresh process: nothing remembered."""
+    forget_verdicts()
+    return verdict(copyir.verify, module)
+
+
+def test_a_remembered_view_check_changed_afterwards_is_checked_again():
+    """A view's own check is remembered by its types and properties: a view
+    changed to what its check rejects is rejected, as in a fresh process."""
+    module = copyir.parse(kernel_text(["copy_start x[0:8] -> b, s"] * 3))
+    copyir.verify(module)
+    copyir.verify(module)  # now the view's check is remembered
+    views = [op for op in module.walk() if isinstance(op, ViewOp)]
+    views[1].properties["offsets"] = i64_array((1020,))
+    alloc = next(op for op in module.walk() if op.name == "copy.alloc")
+    views[2].operands = [alloc.results[0]]  # b[0:8] is no hbm ref
+    got = verdict(copyir.verify, module)
+    assert got is not None and "Slice 1020:1028" in got[1]
+    assert got == cold_verdict(module)
+    views[1].properties["offsets"] = i64_array((0,))
+    got = verdict(copyir.verify, module)
+    assert got is not None and got[1].startswith("Malformed view of b: its type")
+    assert got == cold_verdict(module)
+
+
+def test_a_property_value_remembered_valid_is_checked_against_each_constraint():
+    """A value is remembered valid for one constraint: the same object in a
+    property of another constraint is checked against that one."""
+    module = copyir.parse(kernel_text(["copy_start x[0:8] -> b, s"] * 2))
+    copyir.verify(module)  # the view's `sizes`, array<i64: 8>, remembered valid
+    view = next(op for op in module.walk() if isinstance(op, ViewOp))
+    dma = next(op for op in module.walk() if isinstance(op, DmaOp))
+    dma.properties["priority"] = view.properties["sizes"]
+    got = verdict(copyir.verify, module)
+    assert got is not None
+    assert got == cold_verdict(module)

@@ -11,6 +11,7 @@ program, so that each view is folded once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -28,7 +29,7 @@ from copyir import errors
 from copyir.errors import CopyIRError, Note
 from copyir.index import constant_out_of_range, divides_by_zero
 
-from .generic import arity_holds, verify_generic
+from .generic import arity_holds, remembered_check, verify_generic
 from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
 
 if TYPE_CHECKING:
@@ -82,9 +83,11 @@ either, so that a word that names no action is reported with the user's
 word (`Unknown action: Start`) in every form."""
 
 
+@functools.lru_cache(maxsize=64)
 def action_attr(word: str) -> Attribute:
     """The action a word names; a word that names none stays a `StringAttr`
-    for the verifier to report."""
+    for the verifier to report. Shared: one attribute per word, as every
+    DMA of a program names one of two."""
     return DmaActionAttr(DmaAction(word)) if word in ACTIONS else StringAttr(word)
 
 
@@ -98,6 +101,13 @@ class CopyOp(IRDLOperation):
 
     def verify_(self) -> None:
         self.check()
+
+    def check_inputs(self) -> tuple[Attribute, ...] | None:
+        """The attributes (types, properties) whose identities, with the
+        op's class and operand count, decide `check` on an op that passed
+        `verify_generic`; None (the default) when `check` reads more, such
+        as other ops. A passed check is remembered under them."""
+        return None
 
     def verify_all(self) -> None:
         """xDSL's generic checks of the op's shape (`verify_generic`), then
@@ -113,7 +123,7 @@ class CopyOp(IRDLOperation):
         """
         try:
             verify_generic(self)
-            self.check()
+            remembered_check(self, self.check_inputs(), self.check)
         except VerifyException:
             if not arity_holds(self):
                 raise

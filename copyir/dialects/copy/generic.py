@@ -65,6 +65,8 @@ def forget_verdicts() -> None:
     """Start afresh, as a new process would (a test that counts the work of
     one verify wants it cold)."""
     _VALID_ARGUMENTS.clear()
+    _VALID_VALUES.clear()
+    _VALID_CHECKS.clear()
 
 
 def verify_generic(op: IRDLOperation) -> None:
@@ -80,25 +82,32 @@ def verify_generic(op: IRDLOperation) -> None:
     under that key (types by identity: parsers and builders share type
     objects, and a type's hash costs more than its check). The
     key is computed afresh at every call, so a changed op is checked
-    again. Properties, attributes and traits are checked every time.
+    again. Properties and attributes are checked at every call too, a
+    value found valid remembered by identity (`_verify_attributes`);
+    traits every time.
     """
     op_def = op.get_irdl_definition()
     segments = _segment_options(type(op), op_def)
     if segments is None or op.successors:
         op_def.verify(op)
         return
-    types = [v.type for v in _operands(op)]
+    operands = _operands(op)
+    types = [v.type for v in operands]
     types += [r.type for r in op.results]
     by_class = _checks_classes_only(type(op), op_def)
-    entry_types = [
-        t for r in op.regions if r.first_block for t in r.first_block.arg_types
-    ]
+    regions = op.regions
+    entry_types = (
+        [t for r in regions if r.first_block for t in r.first_block.arg_types]
+        if regions
+        else []
+    )
+    sizes = [s.container(op).get(s.attribute_name) for s in segments]
     key = (
         type(op),
-        len(_operands(op)),
+        len(operands),
         *(map(type, types) if by_class else map(id, types)),
-        *[s.container(op).get(s.attribute_name) for s in segments],
-        *[len(r.blocks) for r in op.regions],
+        *map(id, sizes),
+        *[len(r.blocks) for r in regions],
         *map(id, entry_types),
     )
     context = VerificationContext()
@@ -109,10 +118,36 @@ def verify_generic(op: IRDLOperation) -> None:
         verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
         if len(_VALID_ARGUMENTS) >= MAX_ENTRIES:
             _VALID_ARGUMENTS.clear()
-        _VALID_ARGUMENTS[key] = (*types, *entry_types)
-    _verify_attributes(op, op_def, context)
+        _VALID_ARGUMENTS[key] = (*types, *sizes, *entry_types)
+    _verify_attributes(op, op_def, context, remember=True)
     for trait in op_def.traits:
         trait.verify(op)
+
+
+_VALID_CHECKS: dict[tuple, tuple[Attribute, ...]] = {}
+"""Keys of ops whose own check passed (see `remembered_check`), each with
+the attributes the key names by identity, kept alive by the entry."""
+
+
+def remembered_check(
+    op: Operation, inputs: tuple[Attribute, ...] | None, check: Callable[[], None]
+) -> None:
+    """Run an op's own check, unless one of its class passed on the same
+    operand count and the same `inputs`: the immutable attributes (types,
+    properties) that its verdict is a pure function of, or None when it
+    reads more. Keyed by identity, as `verify_generic` keys types: parsers
+    and builders share attributes, and a hash walks their parameters. Only
+    a pass is remembered, so every error is raised by the check itself."""
+    if inputs is None:
+        check()
+        return
+    key = (type(op), len(_operands(op)), *map(id, inputs))
+    if key in _VALID_CHECKS:
+        return
+    check()
+    if len(_VALID_CHECKS) >= MAX_ENTRIES:
+        _VALID_CHECKS.clear()
+    _VALID_CHECKS[key] = inputs
 
 
 def arity_holds(op: IRDLOperation) -> bool:
@@ -127,11 +162,24 @@ def arity_holds(op: IRDLOperation) -> bool:
     return True
 
 
+_VALID_VALUES: dict[tuple[int, int], tuple[object, Attribute]] = {}
+"""Keys (constraint, value) by identity of property and attribute values
+found valid (see `_verify_attributes`), each with the two objects, which
+the entry keeps alive so that no others take their ids."""
+
+
 def _verify_attributes(
-    op: Operation, op_def: OpDef, context: VerificationContext
+    op: Operation, op_def: OpDef, context: VerificationContext, remember: bool = False
 ) -> None:
     """The properties and attributes, as `OpDef.verify` checks them (only
-    properties must all be declared: attributes may carry anything)."""
+    properties must all be declared: attributes may carry anything).
+
+    With `remember` (no constraint binds a variable, so a value's verdict
+    is a pure function of the constraint and the value, both immutable)
+    a valid value is remembered by identity: builders and parsers share
+    attributes (`copyir.attributes`), and a check walks an attribute's
+    parameters where a look-up hashes two integers.
+    """
     parts = (
         ("property", op_def.properties, op.properties, OptPropertyDef),
         ("attribute", op_def.attributes, op.attributes, OptAttributeDef),
@@ -144,7 +192,16 @@ def _verify_attributes(
                 raise VerifyException(
                     f"{kind} '{name}' expected in operation '{op.name}'"
                 )
-            attr_def.constr.verify(values[name], context)
+            value, constr = values[name], attr_def.constr
+            if not remember:
+                constr.verify(value, context)
+                continue
+            key = (id(constr), id(value))
+            if key not in _VALID_VALUES:
+                constr.verify(value, context)
+                if len(_VALID_VALUES) >= MAX_ENTRIES:
+                    _VALID_VALUES.clear()
+                _VALID_VALUES[key] = (constr, value)
         if kind == "property":
             for name in values:
                 if name not in defs:

@@ -191,7 +191,10 @@ class IndexedOp(CopyOp):
     def starts(self) -> list[Index | None]:
         """Each subscript's start: an integer, or the index value it takes
         (None where the operands run out, see `mixed`)."""
-        return mixed(self.static_starts(), self.dynamic_starts())
+        static = self.static_starts()
+        if DYNAMIC not in static:  # most lists: no operands to look up
+            return list(static)
+        return mixed(static, self.dynamic_starts())
 
     def subscripts_text(self) -> str:
         texts = [

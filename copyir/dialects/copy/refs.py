@@ -219,12 +219,49 @@ def kernel_level(op: Operation) -> Operation:
     return op
 
 
+_VIEW_TYPES: dict[tuple[int, tuple[Subscript, ...]], tuple[Attribute, Attribute]] = {}
+"""View types by their source type's id and subscripts, each with the
+source type, which the entry keeps alive so that no other takes its id."""
+
+_VIEW_PROPERTIES: dict[tuple[Subscript, ...], dict[str, Attribute]] = {}
+"""A view's properties by its subscripts (handed out as copies)."""
+
+_SUBSCRIPTS: dict[tuple[int, int, int], tuple[tuple, list[Subscript]]] = {}
+"""A view's decoded subscripts (see `ViewOp.subscripts`)."""
+
+_SHARED = 4096
+"""Bound of the two caches above; a full one starts afresh."""
+
+
 def view_result_type(source: Attribute, subscripts: Sequence[Subscript]) -> Attribute:
     """The type of a view; a well-formed placeholder when the view is not.
 
     Parsers build views before verifying them, so an invalid view gets the
-    source's type and the verifier reports the view itself.
+    source's type and the verifier reports the view itself. Shared: one
+    object per source type and subscripts (by the source's identity, as a
+    type's hash walks its parameters), so that checks remembered by
+    identity (`CopyOp.check_inputs`) meet the same types again.
     """
+    key = (id(source), tuple(subscripts))
+    known = _VIEW_TYPES.get(key)
+    if known is not None:
+        return known[1]
+    result = _view_result_type(source, subscripts)
+    if len(_VIEW_TYPES) >= _SHARED:
+        _VIEW_TYPES.clear()
+    _VIEW_TYPES[key] = (source, result)
+    return result
+
+
+def _subscript_properties(subscripts: Sequence[Subscript]) -> dict[str, Attribute]:
+    return {
+        "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
+        "sizes": i64_array(tuple(s for _, s, _ in subscripts)),
+        "dropped": i64_array(tuple(i for i, (_, _, d) in enumerate(subscripts) if d)),
+    }
+
+
+def _view_result_type(source: Attribute, subscripts: Sequence[Subscript]) -> Attribute:
     if not isinstance(source, RefType) or len(subscripts) > len(source.shape):
         return source
     shape = list(source.get_shape())
@@ -285,13 +322,14 @@ class ViewOp(IndexedOp):
     def subscript_properties(
         subscripts: Sequence[Subscript],
     ) -> dict[str, Attribute]:
-        return {
-            "offsets": i64_array(tuple(o for o, _, _ in subscripts)),
-            "sizes": i64_array(tuple(s for _, s, _ in subscripts)),
-            "dropped": i64_array(
-                tuple(i for i, (_, _, d) in enumerate(subscripts) if d)
-            ),
-        }
+        """`offsets`, `sizes` and `dropped`: a fresh dict of shared arrays."""
+        key = tuple(subscripts)
+        known = _VIEW_PROPERTIES.get(key)
+        if known is None:
+            if len(_VIEW_PROPERTIES) >= _SHARED:
+                _VIEW_PROPERTIES.clear()
+            known = _VIEW_PROPERTIES[key] = _subscript_properties(key)
+        return dict(known)
 
     def static_starts(self) -> Sequence[int]:
         return int_values(self.offsets)
@@ -300,15 +338,15 @@ class ViewOp(IndexedOp):
         return self.dynamic_offsets
 
     def subscripts(self) -> list[Subscript]:
+        """Decoded once per distinct (offsets, sizes, dropped), by their
+        identities, each entry keeping the three alive: verify and the
+        lowering ask often, and views of one program share their arrays
+        (a list kept per op would be objects per op for the collector)."""
         offsets, sizes, dropped = self.offsets, self.sizes, self.dropped
-        cached = self.__dict__.get("_subscripts")
-        if (
-            cached is not None
-            and cached[0] is offsets
-            and cached[1] is sizes
-            and cached[2] is dropped
-        ):
-            return cached[3]  # decoded once per op: verify and lowering ask often
+        key = (id(offsets), id(sizes), id(dropped))
+        known = _SUBSCRIPTS.get(key)
+        if known is not None:
+            return known[1]
         indexed = set(int_values(dropped))
         decoded = [
             (o, s, i in indexed)
@@ -316,8 +354,14 @@ class ViewOp(IndexedOp):
                 zip(int_values(offsets), int_values(sizes), strict=False)
             )
         ]
-        vars(self)["_subscripts"] = (offsets, sizes, dropped, decoded)
+        if len(_SUBSCRIPTS) >= _SHARED:
+            _SUBSCRIPTS.clear()
+        _SUBSCRIPTS[key] = ((offsets, sizes, dropped), decoded)
         return decoded
+
+    def check_inputs(self) -> tuple[Attribute, ...]:
+        types = (self.source.type, self.result.type)
+        return (*types, self.offsets, self.sizes, self.dropped)
 
     def check(self) -> None:
         source = expect_ref("a view", "source", self.source)
@@ -435,6 +479,9 @@ class SemIndexOp(IndexedOp):
     def subscripts(self) -> list[Subscript]:
         """The indices as a view's subscripts, each dropping its dimension."""
         return [(i, 1, True) for i in int_values(self.indices)]
+
+    def check_inputs(self) -> tuple[Attribute, ...]:
+        return (self.source.type, self.result.type, self.indices)
 
     def check(self) -> None:
         indices = int_values(self.indices)
