@@ -211,7 +211,7 @@ class Accesses:
             self._known[op.result] = access
         return access
 
-    def _subscripts(self, op: ViewOp | SemIndexOp) -> list[tuple[Bound, int, bool]]:
+    def _subscripts(self, op: ViewOp | SemIndexOp) -> Sequence[tuple[Bound, int, bool]]:
         """The op's subscripts, each start an integer or an expression."""
         subscripts, static = op.subscripts(), op.static_starts()
         if DYNAMIC not in static and len(static) == len(subscripts):

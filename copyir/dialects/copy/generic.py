@@ -55,7 +55,7 @@ few argument shapes; one with many distinct ones (a chain of views, each
 of its own type) misses, and a small bound makes it miss at every size
 rather than only beyond the bound."""
 
-_VALID_ARGUMENTS: dict[tuple, tuple[Attribute, ...]] = {}
+_VALID_ARGUMENTS: dict[tuple, tuple[object, ...]] = {}
 """Keys of operand and result lists IRDL found valid (see
 `verify_generic`), each with the types the key names by identity, which
 the entry keeps alive so that no other object takes their ids."""
