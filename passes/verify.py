@@ -398,14 +398,26 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
     in `(i + 2**62) % 8` counts): an end whose bounds reach it is refused
     here, at its op, so that what verify accepts the run accepts (below
     `limits.MAX_OFFSET`, leaving room for the buffer's own address)."""
-    extents = _index_ranges(domain)
     for value in values:
         access = accesses(value)
         if access is None or isinstance(access.offset, int):
             continue
         type = access.root.type
         item = type.dtype.itemsize if isinstance(type, RefType) else 1
-        _check_limit(access.offset * item, extents, describe(value))
+        if not _bounded(access.offset * item, domain):
+            raise CopyIRError(
+                errors.INDEX_OVER_LIMIT.format(
+                    name=describe(value), limit=limits.MAX_OFFSET
+                )
+            )
+
+
+@functools.lru_cache(maxsize=4096)
+def _bounded(expr: AffineExpr, domain: Domain) -> bool:
+    """Whether the expression stays below `limits.MAX_OFFSET` over the
+    domain: a pure function of the two, remembered, as the ends of DMAs
+    written alike in one loop ask alike."""
+    return bounds_over(expr, _index_ranges(domain), limits.MAX_OFFSET) is not None
 
 
 def _index_ranges(domain: Domain) -> Callable[[int], tuple[int, int]]:
@@ -450,6 +462,21 @@ def _check_slot_limit(
     _check_limit(slot * slot_bytes, _index_ranges(domain), name)
 
 
+@functools.lru_cache(maxsize=4096)
+def _first_outside(
+    expr: int | AffineExpr, last: int, domain: Domain
+) -> dict[int, int] | None:
+    """The first point of the domain where a subscript's start leaves
+    `[0, last]`, or None: a pure function of the three, remembered, as views
+    written alike in one loop ask alike."""
+
+    def bad(dims):
+        value = _values_at(expr, dims)
+        return (value < 0) | (value > last)
+
+    return domain.first(bad)
+
+
 def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domain):
     type = op.source.type
     shape = type.get_shape() if isinstance(type, RefType | SemaphoreArrayType) else ()
@@ -460,12 +487,7 @@ def _check_subscripts(op: ViewOp | SemIndexOp, accesses: Accesses, domain: Domai
             continue
         expr = accesses.index(start)
         extent = shape[dim]
-
-        def bad(dims, expr=expr, extent=extent, size=size):
-            value = _values_at(expr, dims)
-            return (value < 0) | (value > extent - size)
-
-        point = domain.first(bad)
+        point = _first_outside(expr, extent - size, domain)
         if point is not None:
             offset = _value_at(expr, point)
             _fail_at(
