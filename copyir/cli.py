@@ -630,13 +630,15 @@ def _stream_and_inputs(unit: _Unit, args: argparse.Namespace):
     from copyir.api import lowered_stream
     from copyir.backends.interpreter import fill_inputs
     from copyir.files import load_inputs, parameters
+    from copyir.mlir import gc_paused
 
-    program = _checked_program(unit, args, check=False)
-    if isinstance(program, ModuleOp):
-        stream = lowered_stream(program, args.kernel, args.target, in_place=True)
-    else:
-        copyir.verify(program)
-        stream = copyir.to_stream(program)
+    with gc_paused():  # one pause from text to stream, as `copyir.run`
+        program = _checked_program(unit, args, check=False)
+        if isinstance(program, ModuleOp):
+            stream = lowered_stream(program, args.kernel, args.target, in_place=True)
+        else:
+            copyir.verify(program)
+            stream = copyir.to_stream(program)
     inputs = load_inputs(args.input, parameters(stream), stream.kernel)
     if args.fill_inputs:
         inputs = fill_inputs(stream, inputs, args.fill_inputs, args.seed)
