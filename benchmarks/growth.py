@@ -119,8 +119,8 @@ def record_copy(n: int) -> str:
 
 def ring(n: int) -> str:
     """N start/wait pairs through 16 VMEM slots, unrolled (the shape of a
-    generated program): each slot's views are written N/16 times, as one
-    shared op, and each line is one DMA_LINE token."""
+    generated program): each line is one DMA_LINE token, and each view it
+    writes is an op of its own (`cse` merges the equal ones)."""
     lines = [
         f"kernel ring(x: f32[{n}, 8, 128] @hbm) {{",
         "  buf = alloc f32[16, 8, 128] @vmem",
@@ -270,6 +270,31 @@ def _verify_sibling_loops(n: int) -> Stage:
 def _parse_verify_ring(n: int) -> Stage:
     """parse + verify: an unrolled ring of N DMA pairs through 16 slots"""
     text = ring(n)
+    return lambda: copyir.verify(parsed(text))
+
+
+@case("cse-ring")
+def _cse_ring(n: int) -> Stage:
+    """cse: an unrolled ring of N DMA pairs, each wait's views equal to its
+    start's"""
+    module = verified(ring(n))
+    passes = pipeline("cse")
+    return lambda: apply_passes(module, passes)
+
+
+@case("parse-verify-computations")
+def _parse_verify_computations(n: int) -> Stage:
+    """parse + verify: N computations of four operations each (a region of
+    scalar ops per computation)"""
+    lines = [
+        "kernel k(a: f32[8, 128] @hbm) {",
+        "  x = alloc f32[8, 128] @vmem",
+        "  y = alloc f32[8, 128] @vmem",
+        "  sync_copy a -> x",
+        *["  y[...] = 2.0 * x + x * x - 1.0"] * n,
+        "}",
+    ]
+    text = "\n".join(lines) + "\n"
     return lambda: copyir.verify(parsed(text))
 
 

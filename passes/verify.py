@@ -405,11 +405,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
         type = access.root.type
         item = type.dtype.itemsize if isinstance(type, RefType) else 1
         if not _bounded(access.offset * item, domain):
-            raise CopyIRError(
-                errors.INDEX_OVER_LIMIT.format(
-                    name=describe(value), limit=limits.MAX_OFFSET
-                )
-            )
+            raise _over_limit(describe(value))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -431,9 +427,14 @@ def _index_ranges(domain: Domain) -> Callable[[int], tuple[int, int]]:
 def _check_limit(
     expr: AffineExpr, extents: Callable[[int], tuple[int, int]], name: str
 ) -> None:
-    limit = limits.MAX_OFFSET
-    if bounds_over(expr, extents, limit) is None:
-        raise CopyIRError(errors.INDEX_OVER_LIMIT.format(name=name, limit=limit))
+    if bounds_over(expr, extents, limits.MAX_OFFSET) is None:
+        raise _over_limit(name)
+
+
+def _over_limit(name: str) -> CopyIRError:
+    return CopyIRError(
+        errors.INDEX_OVER_LIMIT.format(name=name, limit=limits.MAX_OFFSET)
+    )
 
 
 def _check_block_limit(
