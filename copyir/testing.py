@@ -97,10 +97,6 @@ def compute_region(expression: str, dtype: str, inputs: int) -> str:
     `inputs` operands: tests that generate programs write their
     computations so. Its values are numbered from `%1000`, unnamed as the
     authoring syntax's are and apart from the `%0` of the program around."""
-    from io import StringIO
-
-    from xdsl.printer import Printer
-
     from copyir.compute import parse_expression
     from copyir.dialects.copy import body_of
     from copyir.dialects.scalar import ConstantOp
@@ -108,9 +104,7 @@ def compute_region(expression: str, dtype: str, inputs: int) -> str:
 
     element = BY_NAME[dtype].ir
     region = body_of(parse_expression(expression), element, inputs)
-    out = StringIO()
-    Printer(stream=out).print_attribute(element)
-    dtype = out.getvalue()  # as MLIR writes it: ui8 for u8
+    dtype = str(element)  # as MLIR writes it: ui8 for u8
     names: dict[SSAValue, str] = {
         arg: f"%{1000 + k}" for k, arg in enumerate(region.block.args)
     }
