@@ -159,7 +159,6 @@ class ComputeOp(CopyOp):
                 )
             )
         defined: set[SSAValue] = set(block.args)
-        values: list[SSAValue] = [*block.args]
         for op in ops:
             if not isinstance(op, ScalarOp) and op is not ops[-1]:
                 raise CopyIRError(errors.COMPUTE_REGION_OP.format(op=op.name))
@@ -174,8 +173,7 @@ class ComputeOp(CopyOp):
                     errors.USED_BEFORE_DEFINED.format(name=describe(operand))
                 )
             defined.update(op.results)
-            values.extend(op.results)
-        for value in values:
+        for value in (*block.args, *(r for op in ops for r in op.results)):
             if value.type != dst.element_type:
                 raise CopyIRError(
                     errors.COMPUTE_REGION_TYPE.format(

@@ -63,7 +63,9 @@ the entry keeps alive so that no other object takes their ids."""
 
 def forget_verdicts() -> None:
     """Start afresh, as a new process would (a test that counts the work of
-    one verify wants it cold)."""
+    one verify wants it cold). The decode caches of arrays' bytes
+    (`segment_sizes_of`, `copyir.attributes.int_values`) stay: they hold
+    no verdict."""
     _VALID_ARGUMENTS.clear()
     _VALID_VALUES.clear()
     _VALID_CHECKS.clear()
