@@ -555,3 +555,23 @@ DIMENSION_SEMANTICS = "A dimension's semantics is parallel or arbitrary, not {na
 DIMENSION_SEMANTICS_COUNT = (
     "dimension_semantics gives {count} dimension(s), but the grid has {rank}"
 )
+
+# The Pallas frontend (issue 17): what a kernel uses that copyir cannot
+# import yet is named with its Python line.
+PALLAS_UNSUPPORTED = "{what} is not supported yet{where}"
+PALLAS_NOT_AFFINE = (
+    "The index expression {expr} is not affine: indices are sums of index "
+    "values times constants, // and % by positive constants"
+)
+PALLAS_CONDITION_TOO_LARGE = (
+    "The condition has {count} conjunctions in or-of-ands form; "
+    "the most a when takes is {limit}"
+)
+PALLAS_CALL_INSIDE = (
+    "A pallas_call inside `{primitive}` is not supported yet: copyir runs "
+    "kernels called directly or inside `jax.jit`"
+)
+PALLAS_NEEDS_JAX = (
+    "copyir's Pallas frontend needs JAX: pip install -e \".[pallas]\" "
+    "(or pip install jax)"
+)

@@ -1,0 +1,296 @@
+"""One `pallas_call` equation as a copy-dialect kernel.
+
+The call's operands become HBM parameters, named after the kernel's
+arguments. An operand with `memory_space=pl.ANY` is the parameter itself
+inside the kernel; an operand with a `BlockSpec` in VMEM is an operand of
+a `copy.pipeline` over the call's grid (block shape, index map, buffer
+count, the grid's dimension semantics), its window taking the kernel
+argument's name and the parameter `<name>_hbm`. Scratch is allocated at
+the kernel's top, alive for the whole grid as Pallas' is; scalar-prefetch
+operands are copied to SMEM before it. The kernel's jaxpr becomes the body
+(`BodyImporter`), inside the pipeline, a `copy.for` grid (a grid with no
+blocked operand) or the kernel itself (no grid).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
+
+from copyir import pytree
+from copyir.cpy.keywords import FLOAT_WORDS, GRAMMAR_WORDS
+from copyir.dialects.copy import (
+    AllocOp,
+    ForOp,
+    KernelOp,
+    PipelineOp,
+    PipelineSpecAttr,
+    SyncCopyOp,
+)
+from copyir.dialects.copy.types import (
+    BLOCKED,
+    ELEMENT,
+    SQUEEZED,
+    BlockDimAttr,
+    ref_type,
+)
+from copyir.dialects.copy.pipeline import default_index_name
+from copyir.names import FreshNames
+from copyir.pallas import jaxpr_source
+from copyir.pallas.body import BodyImporter, element_of, unsupported
+from copyir.pallas.symbols import as_expr
+
+
+@dataclass
+class ImportedKernel:
+    """A `pallas_call` as copyir sees it: the module holding its kernel,
+    the inputs it received (by parameter name), and which parameter each of
+    the call's results is."""
+
+    module: ModuleOp
+    name: str
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def kernel(self) -> KernelOp:
+        op = self.module.body.block.first_op
+        assert isinstance(op, KernelOp)
+        return op
+
+
+def kernel_name(eqn, taken: FreshNames) -> str:
+    """The kernel function's name (`name=` of the call, else the
+    function's), unique among the kernels of one import."""
+    name = eqn.params.get("name")
+    if not name:
+        info = getattr(eqn.params["jaxpr"], "debug_info", None)
+        text = getattr(info, "func_src_info", None) or "kernel"
+        name = text.split(" at ")[0] or "kernel"
+    return taken(identifier(name))
+
+
+def identifier(name: str) -> str:
+    """A name the authoring syntax takes: `args[0]` becomes `args_0`."""
+    text = re.sub(r"\W+", "_", name).strip("_") or "arg"
+    if text[0].isdigit() or keyword.iskeyword(text):
+        text = "_" + text
+    if text in GRAMMAR_WORDS or text in FLOAT_WORDS:
+        text += "_"
+    return text
+
+
+def arg_names(jaxpr, count: int) -> list[str]:
+    info = getattr(jaxpr, "debug_info", None)
+    names = list(getattr(info, "arg_names", None) or ())
+    if len(names) != count:
+        names = [f"arg{k}" for k in range(count)]
+    return [identifier(n) for n in names]
+
+
+def import_call(
+    eqn,
+    values: Sequence[Any],
+    taken_kernels: FreshNames,
+    *,
+    opaque_compute: bool = False,
+) -> ImportedKernel:
+    """The kernel of one `pallas_call` equation, called on `values`."""
+    params = eqn.params
+    jaxpr = params["jaxpr"]
+    gm = params["grid_mapping"]
+    location = jaxpr_source.function_location(getattr(jaxpr, "debug_info", None))
+    name = kernel_name(eqn, taken_kernels)
+    if params.get("mesh") is not None:
+        raise unsupported("a `pallas_call` over a mesh (`pl.core_map`)", None)
+    grid = tuple(gm.grid)
+    if not all(isinstance(g, int) for g in grid):
+        raise unsupported("a grid of a size known only at run time", None)
+
+    n_index, n_in, n_out = gm.num_index_operands, gm.num_inputs, gm.num_outputs
+    names = arg_names(jaxpr, len(jaxpr.invars))
+    kernel_vars = jaxpr.invars
+    aliases = {o: i for i, o in dict(params.get("input_output_aliases", ())).items()}
+    blocked = [_is_blocked(kernel_vars[n_index + k]) for k in range(n_in + n_out)]
+
+    taken = FreshNames()
+    params_list: list[tuple[str, Any]] = []
+    param_of_operand: list[int] = []
+    operand_avals = [v.aval for v in eqn.invars]
+    for k, aval in enumerate(operand_avals):
+        base = names[k] + ("_hbm" if k >= n_index and blocked[k - n_index] else "")
+        params_list.append((taken(base), _hbm_type(aval)))
+        param_of_operand.append(k)
+    output_params: list[int] = []
+    for k, aval in enumerate(params["out_avals"]):
+        if k in aliases:
+            output_params.append(aliases[k])
+            continue
+        var = n_index + n_in + k
+        base = names[var] + ("_hbm" if blocked[n_in + k] else "")
+        params_list.append((taken(base), _hbm_type(aval)))
+        output_params.append(len(params_list) - 1)
+
+    kernel = KernelOp(name, params_list)
+    kernel.location = location
+    block = kernel.body.block
+    hbm = list(block.args)
+    importer = BodyImporter(block, location, opaque_compute=opaque_compute, names=taken)
+
+    env_args: list[Any] = [None] * len(kernel_vars)
+    for k in range(n_index):  # scalar prefetch: in SMEM before the kernel
+        smem = AllocOp(
+            ref_type(
+                tuple(operand_avals[k].shape),
+                element_of(operand_avals[k].dtype),
+                "smem",
+            ),
+            taken(names[k] + "_smem"),
+        )
+        importer.emit(smem)
+        importer.emit(SyncCopyOp(pytree.LEAF, [hbm[k]], pytree.LEAF, [smem.results[0]]))
+        env_args[k] = smem.results[0]
+    for k, var in enumerate(kernel_vars[n_index + n_in + n_out :]):
+        name = names[n_index + n_in + n_out + k]
+        env_args[n_index + n_in + n_out + k] = importer.allocate(var, block, name)
+
+    operand_param = [
+        *[hbm[n_index + k] for k in range(n_in)],
+        *[hbm[output_params[k]] for k in range(n_out)],
+    ]
+    for k in range(n_in + n_out):
+        if not blocked[k]:
+            env_args[n_index + k] = operand_param[k]
+
+    semantics = _semantics(params.get("compiler_params"), len(grid))
+    pipelined = [k for k in range(n_in + n_out) if blocked[k]]
+    if pipelined:
+        run_grid = grid or (1,)
+        specs = [
+            _spec(importer, gm.block_mappings[k], k >= n_in, len(grid), n_index)
+            for k in pipelined
+        ]
+        window_names = [names[n_index + k] for k in pipelined]
+        index_names = [taken(default_index_name(d)) for d in range(len(run_grid))]
+        pipe = importer.emit(
+            PipelineOp(
+                run_grid,
+                [operand_param[k] for k in pipelined],
+                specs,
+                [*window_names, *index_names],
+                dimension_semantics=semantics if grid else None,
+            )
+        )
+        body = pipe.regions[0].block
+        windows = body.args[: len(pipelined)]
+        for k, window in zip(pipelined, windows, strict=True):
+            env_args[n_index + k] = window
+        indices = body.args[len(pipelined) :]
+        run_body(importer, body, jaxpr, env_args, grid, indices[: len(grid)])
+    elif grid:
+        loop = importer.emit(
+            ForOp(
+                [0] * len(grid),
+                grid,
+                [taken(default_index_name(d)) for d in range(len(grid))],
+                grid=True,
+                dimension_semantics=semantics,
+            )
+        )
+        body = loop.regions[0].block
+        run_body(importer, body, jaxpr, env_args, grid, body.args)
+    else:
+        run_body(importer, block, jaxpr, env_args, (), ())
+
+    inputs = {params_list[k][0]: np.asarray(values[k]) for k in range(len(values))}
+    outputs = [params_list[p][0] for p in output_params]
+    return ImportedKernel(ModuleOp([kernel]), name, inputs, outputs)
+
+
+def run_body(
+    importer: BodyImporter,
+    block: Block,
+    jaxpr,
+    args: list[Any],
+    grid: tuple[int, ...],
+    indices: Sequence[SSAValue],
+) -> None:
+    importer.grid = grid
+    importer.program_ids = [importer.dim(i) for i in indices]
+    outs = importer.in_block(block, lambda: importer.run(jaxpr, [], args))
+    assert not outs  # a kernel returns nothing: it writes its outputs
+
+
+def _is_blocked(var) -> bool:
+    """A kernel argument in VMEM (or the default space) is a block; one in
+    `ANY` (HBM) is the whole array."""
+    space = str(getattr(var.aval, "memory_space", None)).lower()
+    if "smem" in space:
+        raise unsupported("an SMEM `BlockSpec`", None)
+    return "any" not in space and "hbm" not in space
+
+
+def _hbm_type(aval) -> Any:
+    return ref_type(tuple(aval.shape), element_of(aval.dtype), "hbm")
+
+
+def _semantics(compiler_params, rank: int) -> list[str] | None:
+    """The grid's dimension semantics, from the Mosaic compiler params
+    (`parallel`, `core_parallel`, ... all run in any order: parallel)."""
+    if isinstance(compiler_params, dict):
+        compiler_params = compiler_params.get("mosaic_tpu") or compiler_params.get(
+            "mosaic"
+        )
+    found = getattr(compiler_params, "dimension_semantics", None)
+    if found is None or not rank:
+        return None
+    words = [str(getattr(s, "value", s)).lower() for s in found]
+    return ["parallel" if "parallel" in w else "arbitrary" for w in words]
+
+
+def _spec(
+    importer: BodyImporter, mapping, output: bool, rank: int, n_index: int
+) -> PipelineSpecAttr:
+    block = [_block_dim(b) for b in mapping.block_shape]
+    if rank:
+        closed = mapping.index_map_jaxpr
+        sub = BodyImporter(Block(), importer.location)
+        dims = [AffineDimExpr(d) for d in range(rank)]
+        sub.dims = [None] * rank  # type: ignore[list-item]  # never emitted
+        prefetch = [_NoMemory()] * (len(closed.jaxpr.invars) - rank)
+        outs = sub.run(closed.jaxpr, list(closed.consts), [*dims, *prefetch])
+        exprs = tuple(as_expr(o) for o in outs)
+        index_map = AffineMap(rank, 0, exprs)
+    else:
+        index_map = AffineMap(1, 0, tuple(AffineConstantExpr(0) for _ in block))
+    mode = getattr(mapping, "pipeline_mode", None)
+    if mode is not None and getattr(mode, "use_lookahead", False):
+        raise unsupported("`pl.Buffered(use_lookahead=True)`", importer.loc())
+    buffers = mode.buffer_count if mode is not None else 2
+    return PipelineSpecAttr("out" if output else "in", block, index_map, buffers)
+
+
+class _NoMemory:
+    """A scalar-prefetch ref given to an index map: reading it is not
+    supported yet."""
+
+
+def _block_dim(dim) -> BlockDimAttr:
+    kind = type(dim).__name__
+    if dim is None or kind == "Squeezed":
+        return BlockDimAttr(SQUEEZED)
+    if kind == "Blocked":
+        return BlockDimAttr(BLOCKED, dim.block_size)
+    if kind == "Element" and tuple(getattr(dim, "padding", (0, 0))) == (0, 0):
+        return BlockDimAttr(ELEMENT, dim.block_size)
+    if isinstance(dim, int):
+        return BlockDimAttr(BLOCKED, dim)
+    raise unsupported(f"the block dimension `{dim}`", None)
