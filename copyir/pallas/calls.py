@@ -35,6 +35,7 @@ from copyir.dialects.copy import (
     PipelineSpecAttr,
     SyncCopyOp,
 )
+from copyir.dialects.copy.pipeline import default_index_name
 from copyir.dialects.copy.types import (
     BLOCKED,
     ELEMENT,
@@ -42,7 +43,6 @@ from copyir.dialects.copy.types import (
     BlockDimAttr,
     ref_type,
 )
-from copyir.dialects.copy.pipeline import default_index_name
 from copyir.names import FreshNames
 from copyir.pallas import jaxpr_source
 from copyir.pallas.body import BodyImporter, element_of, unsupported

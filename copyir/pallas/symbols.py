@@ -11,6 +11,7 @@ ands of affine constraints, the form `copy.when` takes.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,10 +120,8 @@ def folded(expr: AffineExpr) -> Integer:
 def difference(a: Integer, b: Integer, dims: int) -> Integer:
     """`a - b` simplified, so that `(i + 16) - (i + 1)` is 15."""
     expr = as_expr(a) - as_expr(b)
-    try:
+    with contextlib.suppress(Exception):  # xDSL refuses some forms; keep them
         expr = expr.simplify(dims, 0)
-    except Exception:  # xDSL's simplifier refuses some forms; keep them
-        pass
     return folded(expr)
 
 
