@@ -572,6 +572,10 @@ PALLAS_CALL_INSIDE = (
     "kernels called directly or inside `jax.jit`"
 )
 PALLAS_NEEDS_JAX = (
-    "copyir's Pallas frontend needs JAX: pip install -e \".[pallas]\" "
+    'copyir\'s Pallas frontend needs JAX: pip install -e ".[pallas]" '
     "(or pip install jax)"
 )
+PALLAS_NO_FILE = "No such Python file: {path}"
+PALLAS_NO_FUNCTION = "{path} has no function {name}"
+PALLAS_USER_ERROR = "{path}: {name} raised {kind}: {message}"
+PALLAS_NO_KERNEL = "{name} calls no pallas_call: there is no kernel to import"

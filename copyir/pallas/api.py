@@ -20,6 +20,9 @@ from copyir.mlir import gc_paused
 from copyir.names import FreshNames
 from copyir.pallas.calls import ImportedKernel, import_call
 
+Observer = Callable[[ImportedKernel, Any, dict], None]
+"""What sees each kernel's run: the import, its stream, its outputs."""
+
 OnCall = Callable[[Any, list], list]
 """What evaluating a `pallas_call` equation does: its results."""
 
@@ -38,11 +41,13 @@ def run(
     mode: str = "random",
     seed: int = 0,
     opaque_compute: bool = False,
+    observe: Observer | None = None,
 ) -> Any:
     """`f(*args)` with every `pallas_call` in it run by copyir (in `mode`,
     seeded by `seed`; the kernel's own `interpret=` is ignored), every other
     operation by JAX. A copyir check that fails raises its `CopyIRError`,
-    located at the kernel's Python line."""
+    located at the kernel's Python line. `observe(kernel, stream,
+    outputs)` sees each kernel's run (`copyir check` reports with it)."""
     import jax
     import jax.numpy as jnp
 
@@ -51,7 +56,7 @@ def run(
 
     def on_call(eqn, values: list) -> list:
         imported = import_call(eqn, values, names, opaque_compute=opaque_compute)
-        results = run_imported(imported, mode, seed)
+        results = run_imported(imported, mode, seed, observe)
         return [jnp.asarray(results[name]) for name in imported.outputs]
 
     outs = evaluate(closed.jaxpr, closed.consts, flat, on_call)
@@ -59,7 +64,10 @@ def run(
 
 
 def run_imported(
-    imported: ImportedKernel, mode: str = "random", seed: int = 0
+    imported: ImportedKernel,
+    mode: str = "random",
+    seed: int = 0,
+    observe: Observer | None = None,
 ) -> dict[str, np.ndarray]:
     """Verify, lower and run one imported kernel on its inputs."""
     from copyir.api import lowered_stream
@@ -67,7 +75,10 @@ def run_imported(
 
     with gc_paused():
         stream = lowered_stream(imported.module, in_place=True)
-    return run_stream(stream, imported.inputs, mode, seed)
+    results = run_stream(stream, imported.inputs, mode, seed)
+    if observe is not None:
+        observe(imported, stream, results)
+    return results
 
 
 def import_kernels(
@@ -135,10 +146,9 @@ def evaluate(
         elif _holds_pallas(eqn):
             raise CopyIRError(errors.PALLAS_CALL_INSIDE.format(primitive=name))
         else:
-            subfuns, params = eqn.primitive.get_bind_params(eqn.params)
-            outs = eqn.primitive.bind(
-                *subfuns, *[read(v) for v in eqn.invars], **params
-            )
+            params = eqn.primitive.get_bind_params(eqn.params)
+            with eqn.ctx.manager:
+                outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **params)
             if not eqn.primitive.multiple_results:
                 outs = [outs]
         for var, value in zip(eqn.outvars, outs, strict=True):
