@@ -645,8 +645,76 @@ class BodyImporter:
             )
         return []
 
+    def emit_pipeline(self, eqn, args: list[Value]) -> list:
+        """`pltpu.emit_pipeline` traced as one equation (with
+        `jax_use_emit_pipeline_primitive`): a `copy.pipeline` over its
+        refs, the body its jaxpr on the windows. Without a core axis
+        Pallas ignores `dimension_semantics` here (its prefetch crosses
+        every dimension), so the pipeline gets none."""
+        from copyir.dialects.copy import PipelineOp
+        from copyir.pallas.blocks import block_spec
+
+        p = eqn.params
+        gm = p["grid_mapping"]
+        if p.get("core_axis") is not None or p.get("core_axis_name") is not None:
+            raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
+        if p.get("tiling") is not None:
+            raise self.unsupported("`emit_pipeline` with `tiling`")
+        counts = [len(bm.index_map_jaxpr.consts) for bm in gm.block_mappings]
+        dynamic = gm.num_dynamic_grid_bounds + p["_num_extra_dynamic"]
+        if dynamic or any(d != 0 for d in p["_static_grid_offsets"]):
+            raise self.unsupported("`emit_pipeline` with a grid known only at run time")
+        if sum(counts):
+            raise self.unsupported("`emit_pipeline` index maps that capture values")
+        body_consts = args[dynamic : dynamic + p["body_consts_len"]]
+        refs = p["args_tree"].unflatten(args[dynamic + p["body_consts_len"] :])
+        refs = [self.ref(r) for r in _leaves(refs)]
+        grid = tuple(gm.grid)
+        specs = [
+            block_spec(self, bm, k >= gm.num_inputs, len(grid))
+            for k, bm in enumerate(gm.block_mappings)
+        ]
+        body_jaxpr = p["body_jaxpr"]
+        names = [self.names(n) for n in _window_names(body_jaxpr, len(refs))]
+        indices = [self.index_name() for _ in grid]
+        pipe = self.emit(
+            PipelineOp(
+                grid,
+                refs,
+                specs,
+                [*names, *indices],
+                no_pipelining=bool(p.get("no_pipelining")),
+            )
+        )
+        windows = list(pipe.regions[0].block.args[: len(refs)])
+        for index in pipe.regions[0].block.args[len(refs) :]:
+            self.dim(index)
+        self.in_block(
+            pipe.regions[0].block,
+            lambda: self.run(body_jaxpr, body_consts, windows),
+        )
+        return []
+
     def semaphore_op(self, eqn, args: list[Value]) -> Any:
         raise self.unsupported(f"`{eqn.primitive.name}` (regular semaphores)")
+
+
+def _leaves(tree: Any) -> list:
+    """The refs of an `args_tree`, in order (tuples and lists of them)."""
+    if isinstance(tree, tuple | list):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
+
+
+def _window_names(jaxpr, count: int) -> list[str]:
+    """The body's argument names, where JAX kept them, else `window`."""
+    from copyir.pallas.calls import identifier
+
+    info = getattr(jaxpr, "debug_info", None)
+    names = list(getattr(info, "arg_names", None) or ())
+    if len(names) != count:
+        return ["window"] * count
+    return [identifier(n) for n in names]
 
 
 def read(env: dict, var: Any) -> Value:
@@ -769,6 +837,7 @@ _HANDLERS: dict[str, Callable[[BodyImporter, Any, list], Any]] = {
     "scan": BodyImporter.scan,
     "while": BodyImporter.while_loop,
     "cond": BodyImporter.cond,
+    "emit_pipeline": BodyImporter.emit_pipeline,
     "semaphore_signal": BodyImporter.semaphore_op,
     "semaphore_wait": BodyImporter.semaphore_op,
     "semaphore_read": BodyImporter.semaphore_op,
