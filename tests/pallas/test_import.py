@@ -280,3 +280,129 @@ class _flag:
 
     def __exit__(self, *exc):
         jax.config.update("jax_use_emit_pipeline_primitive", self.old)
+
+
+def unsupported_message(what: str, function, text: str) -> str:
+    return errors.PALLAS_UNSUPPORTED.format(
+        what=what, where=f" ({_shown(function)}:{line_of(function, text)})"
+    )
+
+
+def _shown(function) -> str:
+    from copyir.pallas.jaxpr_source import shown
+
+    return shown(inspect.getsourcefile(function))
+
+
+def _vmem_call(kernel, scratch=()):
+    def f():
+        return hbm_call(kernel, X, [*scratch])
+
+    return f
+
+
+def test_exp_is_not_supported_yet_at_its_line():
+    def kernel(x, y, buf, sem):
+        buf[...] = jnp.exp(buf[...])
+
+    f = _vmem_call(kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value) == unsupported_message("`exp`", kernel, "buf[...] = jnp")
+    assert caught.value.loc.line == line_of(kernel, "buf[...] = jnp")
+
+
+def test_loop_carried_value_is_not_supported_yet():
+    def kernel(x, y, buf, sem):
+        def body(i, offset):
+            pltpu.make_async_copy(x.at[pl.ds(offset, 2)], buf, sem).start()
+            pltpu.make_async_copy(x.at[pl.ds(offset, 2)], buf, sem).wait()
+            return offset + 2 * i
+
+        jax.lax.fori_loop(0, 4, body, 0)
+
+    f = _vmem_call(kernel, [pltpu.VMEM((2, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value) == unsupported_message(
+        "a loop-carried value", kernel, "jax.lax.fori_loop"
+    )
+
+
+def test_non_affine_index_names_the_expression():
+    def kernel(x, y, buf, sem):
+        def body(i, carry):
+            pltpu.make_async_copy(x.at[pl.ds(i * i, 2)], buf, sem).start()
+            pltpu.make_async_copy(x.at[pl.ds(i * i, 2)], buf, sem).wait()
+            return carry
+
+        jax.lax.fori_loop(0, 3, body, 0)
+
+    f = _vmem_call(kernel, [pltpu.VMEM((2, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value) == errors.PALLAS_NOT_AFFINE.format(expr="i * i")
+    assert caught.value.loc.line == line_of(kernel, "start()")
+
+
+def test_regular_semaphores_are_not_supported_yet():
+    def kernel(x, y, sem):
+        pl.semaphore_signal(sem, 1)
+        pl.semaphore_wait(sem, 1)
+
+    f = _vmem_call(kernel, [pltpu.SemaphoreType.REGULAR])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value) == errors.PALLAS_UNSUPPORTED.format(
+        what="a regular (non-DMA) semaphore",
+        where=f" ({_shown(kernel)}:{caught.value.loc.line})",
+    )
+
+
+def test_index_read_from_memory_is_not_supported_yet():
+    def kernel(x, y, idx, buf, sem):
+        k = idx[0]
+        pltpu.make_async_copy(x.at[pl.ds(k, 2)], buf, sem).start()
+        pltpu.make_async_copy(x.at[pl.ds(k, 2)], buf, sem).wait()
+
+    def f():
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+            in_specs=[ANY],
+            out_specs=ANY,
+            scratch_shapes=[
+                pltpu.SMEM((1,), jnp.int32),
+                pltpu.VMEM((2, 128), jnp.float32),
+                pltpu.SemaphoreType.DMA,
+            ],
+        )(X)
+
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value) == unsupported_message(
+        "an index read from memory", kernel, ".start()"
+    )
+
+
+def test_race_is_located_at_the_kernel_line_with_a_note_at_the_dma():
+    """What interpret mode misses (`detect_races` sees no race between a
+    DMA and a computation in flight in `on_wait` mode): copyir reports it
+    at the statement, in every mode."""
+
+    def kernel(x, y, buf, sem):
+        copy = pltpu.make_async_copy(x, buf, sem)
+        copy.start()
+        buf[...] = buf[...] + 1.0
+        copy.wait()
+
+    f = _vmem_call(kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    for mode in ("eager", "on_wait", "random"):
+        with pytest.raises(copyir.CopyIRError) as caught:
+            run(f, mode=mode)
+        err = caught.value
+        assert err.loc.line == line_of(kernel, "buf[...] = buf")
+        assert err.loc.col == 9
+        assert str(err).startswith("Race: ")
+        (note,) = err.notes
+        assert note.loc.line == line_of(kernel, "copy.start()")
