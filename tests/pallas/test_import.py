@@ -104,12 +104,18 @@ def test_fori_loop_slots_and_when():
             @pl.when(i + 1 < 8)
             def _():
                 nxt = pltpu.make_async_copy(
-                    x.at[pl.ds(2 * (i + 1), 2)], buf.at[(i + 1) % 2], sems.at[(i + 1) % 2]
+                    x.at[pl.ds(2 * (i + 1), 2)],
+                    buf.at[(i + 1) % 2],
+                    sems.at[(i + 1) % 2],
                 )
                 nxt.start()
 
-            pltpu.make_async_copy(x.at[pl.ds(2 * i, 2)], buf.at[slot], sems.at[slot]).wait()
-            out = pltpu.make_async_copy(buf.at[slot], y.at[pl.ds(2 * i, 2)], sems.at[slot])
+            pltpu.make_async_copy(
+                x.at[pl.ds(2 * i, 2)], buf.at[slot], sems.at[slot]
+            ).wait()
+            out = pltpu.make_async_copy(
+                buf.at[slot], y.at[pl.ds(2 * i, 2)], sems.at[slot]
+            )
             out.start()
             out.wait()
             return carry
@@ -305,7 +311,9 @@ def test_exp_is_not_supported_yet_at_its_line():
     def kernel(x, y, buf, sem):
         buf[...] = jnp.exp(buf[...])
 
-    f = _vmem_call(kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    f = _vmem_call(
+        kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    )
     with pytest.raises(copyir.CopyIRError) as caught:
         import_kernels(f)
     assert str(caught.value) == unsupported_message("`exp`", kernel, "buf[...] = jnp")
@@ -396,7 +404,9 @@ def test_race_is_located_at_the_kernel_line_with_a_note_at_the_dma():
         buf[...] = buf[...] + 1.0
         copy.wait()
 
-    f = _vmem_call(kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    f = _vmem_call(
+        kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    )
     for mode in ("eager", "on_wait", "random"):
         with pytest.raises(copyir.CopyIRError) as caught:
             run(f, mode=mode)
