@@ -416,3 +416,27 @@ def test_race_is_located_at_the_kernel_line_with_a_note_at_the_dma():
         assert str(err).startswith("Race: ")
         (note,) = err.notes
         assert note.loc.line == line_of(kernel, "copy.start()")
+
+
+def test_a_longer_loop_gives_a_stream_no_larger():
+    """A `fori_loop` stays one loop: 200,000 steps lower to the stream of
+    2,000 (the issue's bound on the imported stream)."""
+
+    def streamed(steps: int) -> int:
+        def kernel(x, y, buf, sem):
+            def body(i, carry):
+                row = i % 16
+                pltpu.make_async_copy(x.at[pl.ds(row, 1)], buf, sem).start()
+                pltpu.make_async_copy(x.at[pl.ds(row, 1)], buf, sem).wait()
+                pltpu.make_async_copy(buf, y.at[pl.ds(row, 1)], sem).start()
+                pltpu.make_async_copy(buf, y.at[pl.ds(row, 1)], sem).wait()
+                return carry
+
+            jax.lax.fori_loop(0, steps, body, 0)
+
+        f = _vmem_call(kernel, [pltpu.VMEM((1, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+        (imported,) = import_kernels(f)
+        text = copyir.dma_text(copyir.lower(imported.module), origins=False)
+        return len(text.splitlines())  # instructions, one per line
+
+    assert streamed(200_000) == streamed(2_000)
