@@ -564,7 +564,8 @@ class BodyImporter:
     def loop(self, length: int, kinds, carries, closed, consts, jaxpr) -> list[Value]:
         for kind, value in zip(kinds, carries, strict=True):
             if kind == "carried" or (kind == "step" and not _is_integer(value)):
-                raise self.unsupported("a loop-carried value")
+                what = "array" if isinstance(value, Vector) else "index"
+                raise self.unsupported(f"a loop-carried {what} value")
         finals = [
             folded(as_expr(v) + length) if k == "step" else v
             for k, v in zip(kinds, carries, strict=True)

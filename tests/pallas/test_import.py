@@ -333,7 +333,7 @@ def test_loop_carried_value_is_not_supported_yet():
     with pytest.raises(copyir.CopyIRError) as caught:
         import_kernels(f)
     assert str(caught.value) == unsupported_message(
-        "a loop-carried value", kernel, "jax.lax.fori_loop"
+        "a loop-carried index value", kernel, "jax.lax.fori_loop"
     )
 
 
@@ -434,7 +434,9 @@ def test_a_longer_loop_gives_a_stream_no_larger():
 
             jax.lax.fori_loop(0, steps, body, 0)
 
-        f = _vmem_call(kernel, [pltpu.VMEM((1, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+        f = _vmem_call(
+            kernel, [pltpu.VMEM((1, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+        )
         (imported,) = import_kernels(f)
         text = copyir.dma_text(copyir.lower(imported.module), origins=False)
         return len(text.splitlines())  # instructions, one per line
