@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("jax", reason="the Pallas frontend needs JAX")
 
-import copyir  # noqa: E402
-from copyir import errors  # noqa: E402
+import copyir
+from copyir import errors
 
 KERNEL = textwrap.dedent(
     """
