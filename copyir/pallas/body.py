@@ -47,7 +47,7 @@ from copyir.errors import CopyIRError, Loc
 from copyir.index import format_expr
 from copyir.locations import loc_of
 from copyir.names import FreshNames
-from copyir.pallas import jaxpr_source
+from copyir.pallas import jax_compat, jaxpr_source
 from copyir.pallas.symbols import (
     COMPARISONS,
     Condition,
@@ -552,13 +552,14 @@ class BodyImporter:
         p = eqn.params
         if p["reverse"]:
             raise self.unsupported("a reversed `scan`")
-        consts = args[: p["num_consts"]]
-        carries = args[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        if len(args) > p["num_consts"] + p["num_carry"]:
+        n_consts, n_carry = jax_compat.scan_counts(p)
+        consts = args[:n_consts]
+        carries = args[n_consts : n_consts + n_carry]
+        if len(args) > n_consts + n_carry:
             raise self.unsupported("a `scan` over arrays")
         jaxpr = p["jaxpr"].jaxpr
-        carry_vars = jaxpr.invars[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        kinds = _carry_kinds(jaxpr, carry_vars, jaxpr.outvars[: p["num_carry"]])
+        carry_vars = jaxpr.invars[n_consts : n_consts + n_carry]
+        kinds = _carry_kinds(jaxpr, carry_vars, jaxpr.outvars[:n_carry])
         return self.loop(p["length"], kinds, carries, p["jaxpr"], [*consts], jaxpr)
 
     def loop(self, length: int, kinds, carries, closed, consts, jaxpr) -> list[Value]:
