@@ -661,15 +661,21 @@ class BodyImporter:
             raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
         if p.get("tiling") is not None:
             raise self.unsupported("`emit_pipeline` with `tiling`")
-        counts = [len(bm.index_map_jaxpr.consts) for bm in gm.block_mappings]
-        dynamic = gm.num_dynamic_grid_bounds + p["_num_extra_dynamic"]
-        if dynamic or any(d != 0 for d in p["_static_grid_offsets"]):
+        operands = jax_compat.pipeline_operands(p, args)
+        if operands.core_id is not None:
+            raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
+        if operands.run_time_grid or any(d != 0 for d in operands.grid_offsets):
             raise self.unsupported("`emit_pipeline` with a grid known only at run time")
-        if sum(counts):
+        if operands.index_map_consts:
             raise self.unsupported("`emit_pipeline` index maps that capture values")
-        body_consts = args[dynamic : dynamic + p["body_consts_len"]]
-        refs = p["args_tree"].unflatten(args[dynamic + p["body_consts_len"] :])
-        refs = [self.ref(r) for r in _leaves(refs)]
+        if operands.allocations is not None:
+            raise self.unsupported("`emit_pipeline` with `allocations`")
+        if p.get("output_wait_read_only"):
+            raise self.unsupported("`emit_pipeline(output_wait_read_only=True)`")
+        if p.get("_explicit_indices"):
+            raise self.unsupported("an `emit_pipeline` body given its indices")
+        body_consts = list(operands.body_consts)
+        refs = [self.ref(r) for r in _leaves(operands.refs)]
         grid = tuple(gm.grid)
         specs = [
             block_spec(self, bm, k >= gm.num_inputs, len(grid))

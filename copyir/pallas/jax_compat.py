@@ -8,6 +8,8 @@ first; everything else reads both versions alike.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -23,4 +25,58 @@ def scan_counts(params: dict[str, Any]) -> tuple[int, int]:
     return len(consts), len(carries)
 
 
-__all__ = ["scan_counts"]
+@dataclass(frozen=True)
+class PipelineOperands:
+    """An `emit_pipeline` equation's operands, by what each is for."""
+
+    index_map_consts: Sequence[Any]
+    """Values the index maps captured."""
+    run_time_grid: Sequence[Any]
+    """Grid bounds (and, in 0.10, grid offsets) known only at run time."""
+    grid_offsets: tuple[int, ...]
+    """0.10's static offsets of the grid (a share of it per core); 0.12
+    computes them only when it lowers the pipeline."""
+    core_id: Any
+    """The core's index where the grid is split over cores (0.12)."""
+    body_consts: Sequence[Any]
+    """The body's captured values (its jaxpr's constvars)."""
+    refs: Any
+    """The refs the pipeline runs over, as the call passed them: a tuple
+    (of tuples) of refs and `TransformedRef`s."""
+    allocations: Any
+    """Buffers the caller allocated for the pipeline (0.12), or None."""
+
+
+def pipeline_operands(params: dict[str, Any], args: Sequence[Any]) -> PipelineOperands:
+    """The operands of an `emit_pipeline` equation. JAX 0.12 packs them in
+    one `EmitPipelinePrimitiveArgs` (its `args_tree`) whose refs unflatten
+    with `refs_tree`; 0.10 lays them out in a row, counted by params
+    (index-map consts, dynamic bounds, dynamic offsets, body consts, refs)."""
+    if "refs_tree" in params:
+        packed = params["args_tree"].unflatten(args)
+        return PipelineOperands(
+            index_map_consts=packed.all_index_map_consts,
+            run_time_grid=packed.dynamic_grid_spec,
+            grid_offsets=(),
+            core_id=packed.core_id,
+            body_consts=packed.body_consts,
+            refs=params["refs_tree"].unflatten(packed.refs_flat),
+            allocations=packed.allocations,
+        )
+    gm = params["grid_mapping"]
+    n_maps = sum(len(bm.index_map_jaxpr.consts) for bm in gm.block_mappings)
+    n_run_time = gm.num_dynamic_grid_bounds + params["_num_extra_dynamic"]
+    n_body = params["body_consts_len"]
+    body_at = n_maps + n_run_time
+    return PipelineOperands(
+        index_map_consts=args[:n_maps],
+        run_time_grid=args[n_maps:body_at],
+        grid_offsets=tuple(params["_static_grid_offsets"]),
+        core_id=None,
+        body_consts=args[body_at : body_at + n_body],
+        refs=params["args_tree"].unflatten(args[body_at + n_body :]),
+        allocations=None,
+    )
+
+
+__all__ = ["PipelineOperands", "pipeline_operands", "scan_counts"]
