@@ -391,8 +391,12 @@ class BodyImporter:
 
     def dma(self, eqn, args: list[Value]) -> list:
         src, dst, dst_sem, src_sem, device_id = eqn.params["tree"].unflatten(args)
-        if src_sem is not None or device_id is not None:
-            raise self.unsupported("a remote DMA (`device_id`, a source semaphore)")
+        if device_id is not None:
+            raise self.unsupported("a remote DMA (`device_id`)")
+        if src_sem is not None or jax_compat.waits_on_source(eqn.params):
+            raise self.unsupported("a DMA's source semaphore (`src_sem`, `wait_read`)")
+        if dst_sem is None:
+            raise self.unsupported("a DMA without a semaphore")
         action = "start" if eqn.primitive.name == "dma_start" else "wait"
         start = action == "start"
         add = start and bool(eqn.params.get("add", False))

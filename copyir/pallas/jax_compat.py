@@ -25,6 +25,25 @@ def scan_counts(params: dict[str, Any]) -> tuple[int, int]:
     return len(consts), len(carries)
 
 
+def memory_space(aval: Any) -> str:
+    """A ref's memory space as Pallas names it, in lowercase: `any`,
+    `default`, `vmem`, `smem`, `hbm`, `semaphore_mem`, `host`, ... JAX 0.12
+    moved `pl.HOST` to JAX's own `MemorySpace.Host` (printed so); 0.10's
+    is Pallas' `host`."""
+    space = getattr(aval, "memory_space", None)
+    if space is None:
+        return "default"
+    return str(space).rpartition(".")[2].lower()
+
+
+def waits_on_source(params: dict[str, Any]) -> bool:
+    """Whether a `dma_wait` waits for the source's read (`wait_read`,
+    `wait_send`; its tree then holds source and destination swapped) rather
+    than the destination's write. JAX 0.12 says so in `is_wait_send`; 0.10
+    only for remote copies, in `insert_dummy_device`."""
+    return bool(params.get("is_wait_send", params.get("insert_dummy_device", False)))
+
+
 @dataclass(frozen=True)
 class PipelineOperands:
     """An `emit_pipeline` equation's operands, by what each is for."""
@@ -79,4 +98,10 @@ def pipeline_operands(params: dict[str, Any], args: Sequence[Any]) -> PipelineOp
     )
 
 
-__all__ = ["PipelineOperands", "pipeline_operands", "scan_counts"]
+__all__ = [
+    "PipelineOperands",
+    "memory_space",
+    "pipeline_operands",
+    "scan_counts",
+    "waits_on_source",
+]
