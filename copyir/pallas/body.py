@@ -528,14 +528,16 @@ class BodyImporter:
         """A scratch ref or semaphore array of the aval's shape, named
         `name` (fresh in the kernel), else `sem` or `scratch`."""
         aval = var.aval
-        space = str(getattr(aval, "memory_space", "")).lower()
+        space = jax_compat.memory_space(aval)
         shape = tuple(aval.shape)
         if "semaphore" in space or "sem" in str(aval.dtype):
             if "dma" not in str(aval.dtype):
                 raise self.unsupported("a regular (non-DMA) semaphore")
             op: Operation = SemaphoreOp(shape, self.names(name or "sem"))
+        elif space not in ("vmem", "smem", "default"):
+            raise self.unsupported(f"scratch in {space} memory")
         else:
-            where = "smem" if "smem" in space else "vmem"
+            where = "smem" if space == "smem" else "vmem"
             op = AllocOp(
                 ref_type(shape, self.element(aval.dtype), where),
                 self.names(name or "scratch"),

@@ -538,3 +538,16 @@ def test_scalar_prefetch_is_copied_to_smem_first():
     (kernel,) = import_kernels(f, idx, X)
     assert np.array_equal(kernel.inputs["idx"], np.asarray(idx))
     assert np.array_equal(np.asarray(run(f, idx, X)), np.asarray(X))
+
+
+def test_hbm_scratch_is_not_supported_yet():
+    def kernel(x, y, scratch, sem):
+        pltpu.make_async_copy(x, scratch, sem).start()
+        pltpu.make_async_copy(x, scratch, sem).wait()
+
+    f = _vmem_call(kernel, [pltpu.HBM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value).startswith(
+        errors.PALLAS_UNSUPPORTED.format(what="scratch in hbm memory", where="")
+    )
