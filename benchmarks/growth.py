@@ -557,8 +557,8 @@ def _run_opaque_loop(n: int) -> Stage:
     import warnings
 
     import numpy as np
-
     from copyir.backends.interpreter import Executable
+
     from copyir.errors import CopyIRWarning
 
     stream = copyir.to_stream(copyir.lower(opaque_loop_text(n)))

@@ -51,9 +51,9 @@ def opaque_outputs(
 ) -> list[Found]:
     """Replay `steps` (the plan: kind, a, b, c, d, n; a computation's
     operands in `operands`, the first `arities[function]` of them read) on
-    shadow memory and return each parameter that
-    ends holding opaque poison. `stacks` makes the plan's strided stacks
-    over flat arrays, as for the data."""
+    shadow memory and return each parameter that ends holding opaque
+    poison. `stacks` makes the plan's strided stacks over flat arrays, as
+    for the data."""
     writers = np.unique(steps[steps[:, 0] == POISON_STEP, 2])
     if not len(writers):
         return []
@@ -85,10 +85,12 @@ def _carry(
     shadow: list[np.ndarray], operands: list[tuple[int, int]], target: np.ndarray
 ) -> None:
     """A computation's result holds opaque poison where any operand does
-    (the highest marker names it); none where it reads only literals."""
-    target[...] = 0
+    (the highest marker names it); none where it reads only literals. The
+    operands are read before the result is written: one may be it."""
+    result = np.zeros_like(target)
     for stack, offset in operands:
-        np.maximum(target, shadow[stack][offset], out=target)
+        np.maximum(result, shadow[stack][offset], out=result)
+    np.copyto(target, result)
 
 
 def _found(
@@ -96,7 +98,9 @@ def _found(
 ) -> list[Found]:
     found = []
     for i, buffer in enumerate(stream.buffers):
-        held = np.flatnonzero(flats[i]) if buffer.param else ()
+        if not buffer.param:
+            continue
+        held = np.flatnonzero(flats[i])
         if len(held):
             first = int(held[0])
             row = int(writers[int(flats[i][first]) - 1])

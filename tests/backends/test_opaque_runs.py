@@ -254,3 +254,51 @@ def test_a_hand_made_stream_refuses_an_opaque_computation_on_hbm(access, message
         check_stream(stream)
     assert str(caught.value) == errors.STREAM_MALFORMED.format(why=message)
     assert caught.value.loc.line == (9 if access == "reads" else 10)
+
+
+def test_an_update_in_place_keeps_the_poison_it_reads():
+    """`b += a` reads b's poison before it writes b."""
+    body = EXP + "b += a\nsync_copy b -> y\n"
+    _, warned = run(program(body))
+    assert warned == [
+        errors.RUN_OPAQUE_OUTPUT.format(
+            name="y", what="exp", count=1024, size=1024, first="y[0, 0]"
+        )
+    ]
+
+
+def test_a_dma_that_adds_poison_makes_poison():
+    body = """
+a = alloc f32[8, 128] @vmem
+b = alloc f32[8, 128] @vmem
+s = semaphore
+sync_copy x -> a
+opaque "exp" (a) -> (b[0:2])
+sync_copy x -> y
+copy_start b[0:2] -> y[6:8], s, add
+copy_wait b[0:2] -> y[6:8], s
+"""
+    out, warned = run(program(body))
+    assert warned == [
+        errors.RUN_OPAQUE_OUTPUT.format(
+            name="y", what="exp", count=256, size=1024, first="y[6, 0]"
+        )
+    ]
+    assert np.array_equal(out["y"][:6], X[:6]) and np.isnan(out["y"][6:]).all()
+
+
+def test_the_warning_names_the_opaque_computation_that_wrote_the_first_element():
+    body = """
+a = alloc f32[8, 128] @vmem
+b = alloc f32[8, 128] @vmem
+sync_copy x -> a
+opaque "first" (a) -> (b[4:8])
+opaque "second" (a) -> (b[0:4])
+sync_copy b -> y
+"""
+    _, warned = run(program(body))
+    assert warned == [
+        errors.RUN_OPAQUE_OUTPUT.format(
+            name="y", what="second", count=1024, size=1024, first="y[0, 0]"
+        )
+    ]
