@@ -302,3 +302,40 @@ sync_copy b -> y
             name="y", what="second", count=1024, size=1024, first="y[0, 0]"
         )
     ]
+
+
+PIPELINE = """\
+kernel k(x: f32[64, 256], y: f32[64, 256]) {
+  m = alloc f32[] @smem
+  pipeline grid=(4, 2) dimension_semantics=(parallel, arbitrary)
+      in  x block=(16, 128) index=(i, j) -> (i, j)
+      out y block=(16, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    opaque "reduce_max" (xw) -> (m)
+    opaque "exp" (xw, m) -> (yw)
+  }
+}
+"""
+
+
+def test_in_a_pipeline_the_output_holds_poison_on_both_paths():
+    x = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
+    expected = run_reference(copyir.parse(PIPELINE).ops.first, {"x": x})
+    assert np.isnan(expected["y"]).all()
+    for mode in MODES:
+        out, warned = run(PIPELINE, {"x": x}, mode=mode, seed=5)
+        assert out["y"].tobytes() == expected["y"].tobytes()
+        assert warned == [
+            errors.RUN_OPAQUE_OUTPUT.format(
+                name="y", what="exp", count=16384, size=16384, first="y[0, 0]"
+            )
+        ]
+
+
+def test_a_pipeline_body_may_not_write_its_input_window():
+    text = PIPELINE.replace("-> (yw)", "-> (yw, xw)")
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(copyir.parse(text))
+    assert str(caught.value) == errors.PIPELINE_WRITES_INPUT.format(
+        window="xw", name="x"
+    )
