@@ -20,7 +20,7 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 from copyir import errors
 from copyir.errors import CopyIRError
 
-from .base import CopyOp, expect_ref
+from .base import CopyOp, check_store, expect_ref
 from .types import RefType
 
 
@@ -74,15 +74,4 @@ class OpaqueOp(CopyOp):
             if type.space_name == "smem" and type.get_shape():
                 raise CopyIRError(errors.SMEM_LOAD)
         for value in self.writes:
-            type = expect_ref("an opaque computation", "output", value)
-            check_store(type)
-
-
-def check_store(type: RefType) -> None:
-    """Where a computation may store (see `ComputeOp.check`)."""
-    if type.space_name == "hbm":
-        raise CopyIRError(errors.HBM_STORE)
-    if type.space_name == "smem" and type.get_shape():
-        raise CopyIRError(errors.SMEM_STORE)
-    if type.space_name == "vmem" and not type.get_shape():
-        raise CopyIRError(errors.VMEM_SCALAR_STORE)
+            check_store(expect_ref("an opaque computation", "output", value))
