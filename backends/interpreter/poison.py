@@ -54,9 +54,12 @@ def opaque_outputs(
     shadow memory and return each parameter that ends holding opaque
     poison. `stacks` makes the plan's strided stacks over flat arrays, as
     for the data."""
-    writers = np.unique(steps[steps[:, 0] == POISON_STEP, 2])
+    poisons = steps[:, 0] == POISON_STEP
+    writers = np.unique(steps[poisons, 2])
     if not len(writers):
         return []
+    # Before the first poison, every step moves markers of 0 onto 0s.
+    steps = steps[int(np.argmax(poisons)) :]
     marker = np.min_scalar_type(len(writers))
     number = dict(zip(writers.tolist(), range(1, len(writers) + 1), strict=True))
     flats = {
