@@ -554,7 +554,8 @@ class Access(Flag):
     def parse(self, parser: Parser) -> dict[str, Attribute]:
         if parser.parse_optional_keyword("reads") is not None:
             return {}
-        parser.parse_keyword(self.name)
+        if parser.parse_optional_keyword(self.name) is None:
+            parser.raise_error(f"Expected 'reads' or '{self.name}'")
         return {self.name: UnitAttr()}
 
     def text(self, op: Operation) -> str:
