@@ -1,5 +1,5 @@
 // RUN: copyir run --fill-inputs iota %s 2>&1 | filecheck %s
-// RUN: not copyir run --split-input-file --fill-inputs iota %S/Inputs/opaque-malformed.mlir 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: not copyir run --split-input-file --fill-inputs iota %S/Inputs/opaque-malformed.mlir 2>&1 | filecheck %S/Inputs/opaque-malformed.mlir --check-prefix=BAD
 
 // A hand-written stream with opaque computations: each box it reads, then
 // each box it writes with poison. The warning is at the instruction's
