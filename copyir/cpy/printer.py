@@ -643,7 +643,8 @@ def _block_args(op: Operation) -> list[SSAValue]:
 
 
 def _quoted(text: str) -> str:
-    """A string literal that the parser reads back as `text`."""
+    """A string literal that the parser reads back as `text` (which holds
+    no line break: a literal cannot)."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 
