@@ -551,3 +551,40 @@ def test_hbm_scratch_is_not_supported_yet():
     assert str(caught.value).startswith(
         errors.PALLAS_UNSUPPORTED.format(what="scratch in hbm memory", where="")
     )
+
+
+def test_opaque_compute_imports_what_copyir_cannot_compute():
+    """With `opaque_compute=True`, `exp` becomes an opaque computation:
+    its reads and writes are still checked, and an output that ends up
+    holding its poison is reported at its line."""
+
+    def kernel(x, y, buf, sem):
+        pltpu.make_async_copy(x, buf, sem).start()
+        pltpu.make_async_copy(x, buf, sem).wait()
+        buf[...] = jnp.exp(buf[...]) * 2.0
+        pltpu.make_async_copy(buf, y, sem).start()
+        pltpu.make_async_copy(buf, y, sem).wait()
+
+    f = _vmem_call(
+        kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    )
+    assert imported_text(f, opaque_compute=True) == written(
+        """
+        kernel kernel_(x: f32[16, 128] @hbm, y: f32[16, 128] @hbm) {
+          buf = alloc f32[16, 128] @vmem
+          sem = semaphore
+          copy_start x -> buf, sem
+          copy_wait x -> buf, sem
+          opaque "exp" (buf) -> (buf)
+          copy_start buf -> y, sem
+          copy_wait buf -> y, sem
+        }
+        """
+    )
+    with pytest.warns(copyir.CopyIRWarning) as caught:
+        run(f, opaque_compute=True)
+    (warning,) = caught
+    assert str(warning.message).startswith(
+        'Output y holds poison that opaque computation "exp" wrote'
+    )
+    assert warning.message.loc.line == line_of(kernel, "jnp.exp")
