@@ -1,7 +1,7 @@
 """The one schema of a DMA instruction: each field listed once, as data.
 
-An instruction (`dma.start`, `dma.wait`, `dma.invalidate`, `dma.compute`)
-is a sequence of fields. A field says, in one place, everything the
+An instruction (`dma.start`, `dma.wait`, `dma.invalidate`, `dma.compute`,
+`dma.release`, `dma.release_sem`) is a sequence of fields. A field says, in one place, everything the
 project does with it: the op properties it holds (`copyir.dialects.dma`
 builds each op's definition from its fields), how the `.dma` text writes
 it (each op's parser and printer walk its fields), and the columns of the
@@ -580,9 +580,23 @@ START_FIELDS = (
 WAIT_FIELDS = (SEM, Keyed("bytes", affine=False), GUARD)
 INVALIDATE_FIELDS = (OWN, BOX, GUARD)
 COMPUTE_FIELDS = (OWN, BOX, COMPUTATION, GUARD)
-INSTRUCTION_FIELDS = (START_FIELDS, WAIT_FIELDS, INVALIDATE_FIELDS, COMPUTE_FIELDS)
-"""Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`), its fields."""
-START, WAIT, INVALIDATE, COMPUTE = range(len(INSTRUCTION_FIELDS))
+RELEASE_FIELDS = (OWN, BOX, GUARD)
+RELEASE_SEM_FIELDS = (SEM, GUARD)
+"""A scope's end: a buffer's box, or one semaphore, that no DMA in flight
+may still use."""
+INSTRUCTION_FIELDS = (
+    START_FIELDS,
+    WAIT_FIELDS,
+    INVALIDATE_FIELDS,
+    COMPUTE_FIELDS,
+    RELEASE_FIELDS,
+    RELEASE_SEM_FIELDS,
+)
+"""Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`,
+`RELEASE`, `RELEASE_SEM`), its fields."""
+START, WAIT, INVALIDATE, COMPUTE, RELEASE, RELEASE_SEM = range(
+    len(INSTRUCTION_FIELDS)
+)
 OPS = tuple(range(len(INSTRUCTION_FIELDS)))
 
 CONTEXT = (

@@ -12,6 +12,7 @@ STATEMENT_WORDS = (
     "for",
     "when",
     "pipeline",
+    "scope",
     "invalidate",
 )
 """The words that start a statement."""

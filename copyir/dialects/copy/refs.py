@@ -1,5 +1,6 @@
 """Refs and what makes them: kernels and their parameters, scratch
-allocations, semaphores, and views of refs and of semaphore arrays."""
+allocations, semaphores, scopes that allocate them afresh, and views of
+refs and of semaphore arrays."""
 
 from __future__ import annotations
 
@@ -207,6 +208,41 @@ class SemaphoreOp(CopyOp):
                     count=count, name=describe(self.result), limit=MAX_SEMAPHORES
                 )
             )
+
+
+@irdl_op_definition
+class ScopeOp(CopyOp):
+    """Scratch and semaphores for one entry into a body, as Pallas'
+    `pl.run_scoped`: `copy.scope { %buf = copy.alloc : ... ; ... }`.
+
+    The `copy.alloc` and `copy.semaphore` ops directly in its body are made
+    afresh on every entry (a buffer unwritten, a semaphore at zero) and end
+    with it: leaving it while a DMA on one of them is in flight is an error.
+    SSA dominance keeps their values inside. Builder: `ScopeOp()`, then
+    append to `scope.body.block`.
+    """
+
+    name = "copy.scope"
+
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    assembly_format = "$body attr-dict"
+
+    def __init__(self, body: Region | None = None):
+        super().__init__(regions=[body if body is not None else Region(Block())])
+
+    def allocations(self) -> list[AllocOp | SemaphoreOp]:
+        """The buffers and semaphores it makes, in program order."""
+        return [
+            op for op in self.body.block.ops if isinstance(op, AllocOp | SemaphoreOp)
+        ]
+
+
+ALLOCATING = (KernelOp, ScopeOp)
+"""The ops whose body may make buffers and semaphores: a kernel once, a
+scope on every entry."""
 
 
 def kernel_level(op: Operation) -> Operation:
