@@ -346,10 +346,10 @@ RUN_LEFTOVERS = (
 )
 RUN_SEMAPHORE_NOT_ZERO = "semaphore {sem} ends at {bytes} bytes, not zero"
 RUN_SCOPE_IN_FLIGHT = (
-    "This DMA is still in flight when the scope of {name} ends: wait for it "
-    "inside the scope"
+    "This DMA of {bytes} bytes on semaphore {sem} is still in flight when the "
+    "scope of {name} ends: wait for it inside the scope"
 )
-RUN_SCOPE_ENDS = "the scope ends here"
+RUN_SCOPE_ENDS = "the scope, which ends before the DMA finishes"
 RUN_SCOPE_SEMAPHORE = "semaphore {sem} ends the scope at {bytes} bytes, not zero"
 RUN_UNKNOWN_INPUT = (
     "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
