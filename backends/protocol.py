@@ -118,7 +118,9 @@ class Releases:
     @staticmethod
     def none(rank: int) -> Releases:
         empty = np.zeros(0, np.int64)
-        return Releases(empty, empty, np.zeros((0, rank), np.int64), np.zeros((0, rank), np.int64))
+        return Releases(
+            empty, empty, np.zeros((0, rank), np.int64), np.zeros((0, rank), np.int64)
+        )
 
 
 @dataclass(frozen=True)

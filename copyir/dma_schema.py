@@ -1,10 +1,11 @@
 """The one schema of a DMA instruction: each field listed once, as data.
 
 An instruction (`dma.start`, `dma.wait`, `dma.invalidate`, `dma.compute`,
-`dma.release`, `dma.release_sem`) is a sequence of fields. A field says, in one place, everything the
-project does with it: the op properties it holds (`copyir.dialects.dma`
-builds each op's definition from its fields), how the `.dma` text writes
-it (each op's parser and printer walk its fields), and the columns of the
+`dma.release`, `dma.release_sem`) is a sequence of fields. A field says,
+in one place, everything the project does with it: the op properties it
+holds (`copyir.dialects.dma` builds each op's definition from its
+fields), how the `.dma` text writes it (each op's parser and printer walk
+its fields), and the columns of the
 stream's instruction table that hold it (`copyir.stream` builds the numpy
 dtype, fills rows from ops and ops from rows; the `.npz` form stores that
 table as is, and `copyir.validate` checks it column by column).
@@ -594,9 +595,7 @@ INSTRUCTION_FIELDS = (
 )
 """Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`,
 `RELEASE`, `RELEASE_SEM`), its fields."""
-START, WAIT, INVALIDATE, COMPUTE, RELEASE, RELEASE_SEM = range(
-    len(INSTRUCTION_FIELDS)
-)
+START, WAIT, INVALIDATE, COMPUTE, RELEASE, RELEASE_SEM = range(len(INSTRUCTION_FIELDS))
 OPS = tuple(range(len(INSTRUCTION_FIELDS)))
 
 CONTEXT = (

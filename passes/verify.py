@@ -54,8 +54,8 @@ from copyir.dialects.copy import (
     KernelOp,
     PipelineOp,
     RefType,
-    SemaphoreArrayType,
     ScopeOp,
+    SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
     SyncCopyOp,
@@ -111,7 +111,9 @@ def _misplaced(op: CopyOp) -> bool:
     parent = op.parent_op()
     if isinstance(parent, KernelOp):
         return False
-    return not (isinstance(parent, ALLOCATING) and isinstance(op, AllocOp | SemaphoreOp))
+    return not (
+        isinstance(parent, ALLOCATING) and isinstance(op, AllocOp | SemaphoreOp)
+    )
 
 
 def _verify_op(
