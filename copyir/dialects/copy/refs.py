@@ -228,10 +228,26 @@ class ScopeOp(CopyOp):
 
     traits = traits_def(NoTerminator())
 
-    assembly_format = "$body attr-dict"
-
     def __init__(self, body: Region | None = None):
         super().__init__(regions=[body if body is not None else Region(Block())])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScopeOp:
+        body = parser.parse_region()
+        if not body.blocks:  # `{}`
+            body.add_block(Block())
+        attributes = parser.parse_optional_attr_dict()
+        scope = cls.create(regions=[body])
+        scope.attributes |= attributes
+        return scope
+
+    def print(self, printer: Printer) -> None:
+        """`copy.scope {...}`; an empty one is `copy.scope {}`."""
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
+        printer.print_op_attributes(self.attributes)
 
     def allocations(self) -> list[AllocOp | SemaphoreOp]:
         """The buffers and semaphores it makes, in program order."""
