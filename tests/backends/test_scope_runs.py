@@ -316,3 +316,35 @@ dma.program "k" target "default" semaphores 1 {
     assert str(caught.value) == errors.RUN_SCOPE_IN_FLIGHT.format(
         bytes=2048, sem="0", name="buf"
     )
+
+
+@pytest.mark.parametrize(
+    ("release", "message"),
+    [
+        (
+            'dma.release "vmem" 2048 [128, 1] f32 [8, 128]',
+            errors.RUN_OUT_OF_BOUNDS.format(
+                end="destination",
+                region="vmem[2048:6144]",
+                why="it runs past the end of buffer buf (vmem[0:4096])",
+            ),
+        ),
+        (
+            "dma.release_sem sem 3",
+            errors.STREAM_MALFORMED.format(why="semaphore 3 in a program of 1"),
+        ),
+    ],
+)
+def test_a_hand_made_release_is_validated_like_any_instruction(release, message):
+    from copyir.stream import read_dma
+
+    text = (
+        'dma.program "k" target "default" semaphores 1 {\n'
+        '  dma.buffer "buf" "vmem" 0 f32 [8, 128]\n'
+        f"  {release}\n"
+        "}\n"
+    )
+    with pytest.raises(CopyIRError) as caught:
+        copyir.check_protocol(read_dma(text, "t.dma"))
+    assert str(caught.value) == message
+    assert caught.value.loc is not None and caught.value.loc.line == 3
