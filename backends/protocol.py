@@ -260,7 +260,7 @@ class DmaProtocol:
         conflict = overlaps.first_conflict(
             overlaps.AccessWindows(
                 resource,
-                np.concatenate([ends.lo[dma_rows], 0 * ones, releases.lo]),
+                np.concatenate([ends.lo[dma_rows], ones - 1, releases.lo]),
                 np.concatenate([ends.hi[dma_rows], ones, releases.hi]),
                 np.arange(len(resource)) >= users,
                 begin,

@@ -379,8 +379,8 @@ class _Lowering:
         for sem in made:
             if isinstance(sem, SemaphoreOp):
                 first = self.sems[sem.result]
-                for id in range(first, first + sem.count):
-                    properties = {"sem": i64_attr(id)}
+                for sem_id in range(first, first + sem.count):
+                    properties = {"sem": i64_attr(sem_id)}
                     out.append(context.instruction(dma.ReleaseSemOp, properties, op))
 
     def invalidate(self, op: InvalidateOp, context: _Context) -> Operation:

@@ -262,8 +262,8 @@ scope on every entry."""
 
 
 def kernel_level(op: Operation) -> Operation:
-    """The op itself if it is in a kernel's body, else the loop or
-    condition there that holds it: where what it needs once per kernel (a
+    """The op itself if it is in a kernel's body, else the loop, condition
+    or scope there that holds it: where what it needs once per kernel (a
     semaphore, a buffer) goes."""
     while not isinstance(parent := op.parent_op(), KernelOp):
         assert parent is not None, "the op is in a kernel"
