@@ -237,7 +237,9 @@ class DmaProtocol:
         """The DMAs no wait finishes: still in flight at the end."""
         return np.flatnonzero(self.finish >= self.events.count)
 
-    def released_in_flight(self) -> tuple[int, int] | None:
+    def released_in_flight(
+        self, stats: overlaps.Stats | None = None
+    ) -> tuple[int, int] | None:
         """The first end of a scope (a row of `releases`) at which a DMA is
         still in flight on what it releases, and that DMA: the end of the
         program's rule (`leftovers`) at the end of a scope, restricted to
@@ -267,6 +269,7 @@ class DmaProtocol:
                 over,
                 begin,
             ),
+            stats,
             bipartite=True,
         )
         if conflict is None:
