@@ -588,3 +588,99 @@ def test_opaque_compute_imports_what_copyir_cannot_compute():
         'Output y holds poison that opaque computation "exp" wrote'
     )
     assert warning.message.loc.line == line_of(kernel, "jnp.exp")
+
+
+def test_sync_copy_of_a_pytree_and_in_a_loop_is_a_scope():
+    """`pltpu.sync_copy` is a `run_scoped` holding a fresh DMA semaphore
+    around its starts and waits (`helpers.py`): a `scope`, also inside a
+    `fori_loop`."""
+
+    def trees(a, b, ya, yb, va, vb):
+        pltpu.sync_copy({"p": a, "q": b}, {"p": va, "q": vb})
+
+        def body(i, carry):
+            pltpu.sync_copy(va.at[pl.ds(i, 1)], ya.at[pl.ds(i, 1)])
+            return carry
+
+        jax.lax.fori_loop(0, 16, body, 0)
+        pltpu.sync_copy(vb, yb)
+
+    b = jnp.arange(8 * 128, dtype=jnp.int32).reshape(8, 128)
+
+    def f(a, b):
+        return pl.pallas_call(
+            trees,
+            out_shape=(
+                jax.ShapeDtypeStruct(a.shape, a.dtype),
+                jax.ShapeDtypeStruct(b.shape, b.dtype),
+            ),
+            in_specs=[ANY, ANY],
+            out_specs=(ANY, ANY),
+            scratch_shapes=[pltpu.VMEM(a.shape, a.dtype), pltpu.VMEM(b.shape, b.dtype)],
+        )(a, b)
+
+    assert imported_text(f, X, b) == written(
+        """
+        kernel trees(a: f32[16, 128] @hbm, b: i32[8, 128] @hbm,
+                     ya: f32[16, 128] @hbm, yb: i32[8, 128] @hbm) {
+          va = alloc f32[16, 128] @vmem
+          vb = alloc i32[8, 128] @vmem
+          scope {
+            sem = semaphore
+            copy_start a -> va, sem
+            copy_start b -> vb, sem
+            copy_wait a -> va, sem
+            copy_wait b -> vb, sem
+          }
+          for i in range(16) {
+            scope {
+              sem_1 = semaphore
+              copy_start va[ds(i, 1), :] -> ya[ds(i, 1), :], sem_1
+              copy_wait va[ds(i, 1), :] -> ya[ds(i, 1), :], sem_1
+            }
+          }
+          scope {
+            sem_2 = semaphore
+            copy_start vb -> yb, sem_2
+            copy_wait vb -> yb, sem_2
+          }
+        }
+        """
+    )
+    out_a, out_b = run(f, X, b, mode="on_wait")
+    assert np.array_equal(np.asarray(out_a), np.asarray(X))
+    assert np.array_equal(np.asarray(out_b), np.asarray(b))
+
+
+def test_a_dma_left_in_flight_at_the_end_of_run_scoped_is_named():
+    """Pallas says nothing when a `run_scoped` body ends with its DMA in
+    flight; copyir names the DMA (`jax`'s `test_hbm_hbm_grid_dma` takes a
+    fresh semaphore per grid step, waited inside)."""
+
+    def leaky(x, y):
+        def scoped(sem):
+            pltpu.make_async_copy(
+                x.at[pl.ds(4 * pl.program_id(0), 4)],
+                y.at[pl.ds(4 * pl.program_id(0), 4)],
+                sem,
+            ).start()
+
+        pl.run_scoped(scoped, pltpu.SemaphoreType.DMA)
+
+    def f():
+        return pl.pallas_call(
+            leaky,
+            out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+            grid=(4,),
+            in_specs=[ANY],
+            out_specs=ANY,
+        )(X)
+
+    with pytest.raises(copyir.CopyIRError) as caught:
+        run(f, mode="eager")
+    err = caught.value
+    message = errors.RUN_SCOPE_IN_FLIGHT.format(
+        bytes=4 * 128 * 4, sem="sem", name="sem"
+    )
+    assert str(err) == message + ", at i = 0"  # the grid point
+    assert err.loc.line == line_of(leaky, ".start()")
