@@ -412,8 +412,7 @@ class BodyImporter:
         ref, *flat = args
         if not isinstance(ref, SSAValue):
             raise self.unsupported("an index read from memory (scalar prefetch)")
-        (indexer,) = eqn.params["tree"].unflatten(flat) or (None,)
-        view = self.indexed(ref, indexer) if indexer is not None else ref
+        view = self.transformed(ref, eqn.params["tree"].unflatten(flat))
         aval = eqn.outvars[0].aval
         root = self.roots.get(view, view)
         read = Read(view, root, self.writes.get(root, 0))
@@ -422,14 +421,20 @@ class BodyImporter:
     def swap(self, eqn, args: list[Value]) -> Vector | list:
         """`ref[...] = value`: one computation (`addupdate`: `+=`)."""
         ref, value, *flat = args
-        (indexer,) = eqn.params["tree"].unflatten(flat) or (None,)
-        view = self.indexed(ref, indexer) if indexer is not None else ref
+        view = self.transformed(ref, eqn.params["tree"].unflatten(flat))
         old = self.get_view(view)
         value = self.as_vector(value, eqn.invars[1].aval)
         if eqn.primitive.name == "addupdate":
             value = Vector.apply("add", (old, value), value.shape, value.dtype)
         self.store(view, value)
         return old if eqn.primitive.name == "swap" else []
+
+    def transformed(self, ref: SSAValue, transforms: Sequence[Any]) -> SSAValue:
+        """The ref under a `get`'s or `swap`'s transforms (`ref.at[a].at[b]`
+        is one indexer per `.at`)."""
+        for transform in transforms:
+            ref = self.indexed(ref, transform)
+        return ref
 
     def get_view(self, view: SSAValue) -> Vector:
         assert isinstance(view.type, RefType)
@@ -447,16 +452,16 @@ class BodyImporter:
                     f"a value read from {describe(read.root)} before a later "
                     "write to it, stored after that write"
                 )
+        opaque = value.opaque_ops()
+        if opaque and not self.opaque_compute:
+            raise self.unsupported(", ".join(f"`{p}`" for p in opaque))
         shape = tuple(view.type.get_shape())
-        for read in value.reads:
+        for read in value.reads if not opaque else ():
             got = tuple(read.view.type.get_shape())  # type: ignore[union-attr]
             if got != shape:
                 raise self.unsupported(
                     f"broadcasting a {list(got)} block into a {list(shape)} ref"
                 )
-        opaque = value.opaque_ops()
-        if opaque and not self.opaque_compute:
-            raise self.unsupported(", ".join(f"`{p}`" for p in opaque))
         if opaque:
             from copyir.dialects.copy import OpaqueOp
 

@@ -684,3 +684,72 @@ def test_a_dma_left_in_flight_at_the_end_of_run_scoped_is_named():
     )
     assert str(err) == message + ", at i = 0"  # the grid point
     assert err.loc.line == line_of(leaky, ".start()")
+
+
+def _fill_then(store):
+    """A kernel that fetches x into buf, then runs `store(buf)` at its
+    own line."""
+
+    def kernel(x, y, buf, sem):
+        pltpu.sync_copy(x, buf)
+        store(buf)
+        pltpu.sync_copy(buf, y)
+
+    return kernel
+
+
+@pytest.mark.parametrize(
+    ("store", "what"),
+    [
+        (
+            lambda b: b.__setitem__((slice(0, 8), slice(0, 8)), b[0:8, 0:8].T),
+            "`transpose`",
+        ),
+        (
+            lambda b: b.__setitem__(
+                (slice(0, 1), slice(None)), jnp.sum(b[...], axis=0, keepdims=True)
+            ),
+            "`reduce_sum`, `broadcast_in_dim`",
+        ),
+        (
+            lambda b: b.__setitem__(Ellipsis, jnp.where(b[...] > 3.0, b[...], 0.0)),
+            "`gt`, `select_n`",
+        ),
+        (
+            lambda b: b.__setitem__(
+                Ellipsis, b[...].astype(jnp.int32).astype(jnp.float32)
+            ),
+            "`convert_element_type`",
+        ),
+    ],
+    ids=["transpose", "reduce", "where", "cast"],
+)
+def test_vector_primitives_without_a_scalar_op_are_named(store, what):
+    kernel = _fill_then(store)
+    f = _vmem_call(
+        kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    )
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    line = caught.value.loc.line
+    assert str(caught.value) == errors.PALLAS_UNSUPPORTED.format(
+        what=what, where=f" ({_shown(kernel)}:{line})"
+    )
+    first = store.__code__.co_firstlineno  # the store's own line(s)
+    assert first <= line <= first + len(inspect.getsource(store).splitlines())
+
+
+def test_chained_at_indexers_are_views_of_views():
+    """`ref.at[a].at[b]`: one view per `.at`, on both sides of a store."""
+
+    def chained(x, y, buf, sem):
+        pltpu.sync_copy(x, buf)
+        buf.at[0:8].at[1][...] = buf.at[8:16].at[2][...]
+        pltpu.sync_copy(buf, y)
+
+    f = _vmem_call(
+        chained, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    )
+    expected = np.asarray(X).copy()
+    expected[1] = expected[10]
+    assert np.array_equal(np.asarray(run(f, mode="eager")), expected)
