@@ -105,6 +105,8 @@ def import_call(
     name = kernel_name(eqn, taken_kernels)
     if params.get("mesh") is not None:
         raise unsupported("a `pallas_call` over a mesh (`pl.core_map`)", None)
+    if getattr(gm, "vmapped_dims", ()):
+        raise unsupported("a `pallas_call` under `jax.vmap`", None)
     grid = tuple(gm.grid)
     if not all(isinstance(g, int) for g in grid):
         raise unsupported("a grid of a size known only at run time", None)

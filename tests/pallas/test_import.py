@@ -753,3 +753,49 @@ def test_chained_at_indexers_are_views_of_views():
     expected = np.asarray(X).copy()
     expected[1] = expected[10]
     assert np.array_equal(np.asarray(run(f, mode="eager")), expected)
+
+
+def test_a_kernel_inside_jit_runs_on_copyir_and_the_rest_on_jax():
+    """`jax.jit` around the call and JAX operations around the kernel:
+    the kernel on copyir, the rest evaluated by JAX."""
+
+    def bump(x, y, buf, sem):
+        pltpu.sync_copy(x, buf)
+        buf[...] = buf[...] + 1.0
+        pltpu.sync_copy(buf, y)
+
+    call = pl.pallas_call(
+        bump,
+        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+        in_specs=[ANY],
+        out_specs=ANY,
+        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+    )
+
+    @jax.jit
+    def f(x):
+        return call(call(x * 2.0)).sum()
+
+    assert float(run(f, X, mode="on_wait")) == float((np.asarray(X) * 2.0 + 2.0).sum())
+    first, second = import_kernels(f, X)
+    assert (first.name, second.name) == ("bump", "bump_1")
+    assert np.array_equal(second.inputs["x"], np.asarray(X) * 2.0 + 1.0)
+
+
+def test_vmap_of_a_kernel_is_not_supported_yet():
+    def bump(x, y, buf, sem):
+        pltpu.sync_copy(x, buf)
+        pltpu.sync_copy(buf, y)
+
+    call = pl.pallas_call(
+        bump,
+        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+        in_specs=[ANY],
+        out_specs=ANY,
+        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+    )
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(jax.vmap(call), jnp.stack([X, X]))
+    assert str(caught.value) == errors.PALLAS_UNSUPPORTED.format(
+        what="a `pallas_call` under `jax.vmap`", where=""
+    )
