@@ -23,7 +23,7 @@ from jax.experimental.pallas import tpu as pltpu
 BLOCK = (8, 128)
 
 
-def kernel(x_hbm, y_hbm, buf, in_sems, out_sems):
+def double_buffer_kernel(x_hbm, y_hbm, buf, in_sems, out_sems):
     steps = x_hbm.shape[0] // BLOCK[0]  # a Python int: the loop's bounds are static
 
     def fetch(i, slot):
@@ -57,7 +57,7 @@ def double_buffer(x, interpret=False):
     """2 * x, for x of shape (8 * steps, 128); `interpret` is pallas_call's
     (copyir ignores it and runs the kernel itself)."""
     return pl.pallas_call(
-        kernel,
+        double_buffer_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(memory_space=pl.ANY),

@@ -30,7 +30,7 @@ def add_one(x_window, y_window):
     y_window[...] = x_window[...] + 1.0
 
 
-def kernel(x_hbm, y_hbm):
+def plus_one_kernel(x_hbm, y_hbm):
     spec = pl.BlockSpec(BLOCK, lambda i, j: (i, j))
     pipeline = pltpu.emit_pipeline(
         add_one, grid=GRID, in_specs=[spec], out_specs=[spec]
@@ -40,7 +40,7 @@ def kernel(x_hbm, y_hbm):
 
 def plus_one(x, interpret=False):
     return pl.pallas_call(
-        kernel,
+        plus_one_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
         out_specs=pl.BlockSpec(memory_space=pl.ANY),

@@ -21,7 +21,7 @@ GRID = (4, 2)
 BLOCK = (8, 128)
 
 
-def kernel(x_ref, y_ref, o_ref):
+def scale_add_kernel(x_ref, y_ref, o_ref):
     # Elementwise on the blocks of this grid point: o = 2x + y - 1.
     o_ref[...] = x_ref[...] * 2.0 + y_ref[...] - 1.0
 
@@ -33,7 +33,7 @@ def block(**options):
 
 def scale_add(x, y):
     return pl.pallas_call(
-        kernel,
+        scale_add_kernel,
         grid=GRID,
         in_specs=[block(pipeline_mode=pl.Buffered(3)), block()],
         out_specs=block(),
