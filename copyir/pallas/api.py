@@ -96,7 +96,7 @@ def import_kernels(
         found.append(imported)
         return [_Later(imported, name) for name in imported.outputs]
 
-    evaluate(closed.jaxpr, closed.consts, flat, on_call)
+    evaluate(closed.jaxpr, closed.consts, flat, on_call, results=False)
     return found
 
 
@@ -116,10 +116,16 @@ class _Later:
 
 
 def evaluate(
-    jaxpr, consts: Sequence[Any], args: Sequence[Any], on_call: OnCall
+    jaxpr,
+    consts: Sequence[Any],
+    args: Sequence[Any],
+    on_call: OnCall,
+    *,
+    results: bool = True,
 ) -> list:
     """`jax.core.eval_jaxpr`, with `pallas_call` equations given to
-    `on_call` and calls (`jit`) holding one walked into."""
+    `on_call` and calls (`jit`) holding one walked into; the outputs'
+    values, unless not `results`."""
     env: dict[Any, Any] = {}
 
     def read(var: Any) -> Any:
@@ -154,7 +160,7 @@ def evaluate(
         for var, value in zip(eqn.outvars, outs, strict=True):
             if type(var).__name__ != "DropVar":
                 env[var] = value
-    return [read(v) for v in jaxpr.outvars]
+    return [read(v) for v in jaxpr.outvars] if results else []
 
 
 def _holds_pallas(eqn) -> bool:

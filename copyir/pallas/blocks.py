@@ -7,6 +7,7 @@ from xdsl.ir import Block
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 
 from copyir.dialects.copy import PipelineSpecAttr
+from copyir.dialects.copy.pipeline import IN, OUT
 from copyir.dialects.copy.types import BLOCKED, ELEMENT, SQUEEZED, BlockDimAttr
 from copyir.pallas.body import BodyImporter, unsupported
 from copyir.pallas.symbols import as_expr
@@ -33,7 +34,7 @@ def block_spec(
     if mode is not None and getattr(mode, "use_lookahead", False):
         raise unsupported("`pl.Buffered(use_lookahead=True)`", importer.loc())
     buffers = mode.buffer_count if mode is not None else 2
-    return PipelineSpecAttr("out" if output else "in", block, index_map, buffers)
+    return PipelineSpecAttr(OUT if output else IN, block, index_map, buffers)
 
 
 class _NoMemory:

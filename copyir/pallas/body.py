@@ -394,12 +394,11 @@ class BodyImporter:
         if src_sem is not None or device_id is not None:
             raise self.unsupported("a remote DMA (`device_id`, a source semaphore)")
         action = "start" if eqn.primitive.name == "dma_start" else "wait"
-        options = {}
-        if action == "start":
-            options = {"add": bool(eqn.params.get("add", False))}
-            options["priority"] = int(eqn.params.get("priority", 0))
+        start = action == "start"
+        add = start and bool(eqn.params.get("add", False))
+        priority = int(eqn.params.get("priority", 0)) if start else 0
         src, dst, sem = self.ref(src), self.ref(dst), self.ref(dst_sem)
-        self.emit(DmaOp(action, src, dst, sem, **options))
+        self.emit(DmaOp(action, src, dst, sem, add=add, priority=priority))
         self.wrote(dst)
         return []
 
@@ -416,7 +415,7 @@ class BodyImporter:
         read = Read(view, root, self.writes.get(root, 0))
         return Vector.of_read(read, tuple(aval.shape), _dtype_of(self, aval.dtype))
 
-    def swap(self, eqn, args: list[Value]) -> Vector:
+    def swap(self, eqn, args: list[Value]) -> Vector | list:
         """`ref[...] = value`: one computation (`addupdate`: `+=`)."""
         ref, value, *flat = args
         (indexer,) = eqn.params["tree"].unflatten(flat) or (None,)
@@ -632,10 +631,10 @@ class BodyImporter:
             raise self.unsupported("`cond` on a value that is no index condition")
         if eqn.outvars:
             raise self.unsupported("`cond` with results")
-        for holds, branch in ((which, branches[1]), (None, branches[0])):
+        for holds, branch in ((True, branches[1]), (False, branches[0])):
             if not branch.jaxpr.eqns:
                 continue
-            condition = which if holds is not None else self.condition(lambda: ~which)
+            condition = which if holds else as_condition(self.condition(lambda: ~which))
             if not condition.sets:
                 continue
             sets, dims = local_sets(condition, self.dims)

@@ -153,8 +153,8 @@ def import_call(
         importer.emit(SyncCopyOp(pytree.LEAF, [hbm[k]], pytree.LEAF, [smem.results[0]]))
         env_args[k] = smem.results[0]
     for k, var in enumerate(kernel_vars[n_index + n_in + n_out :]):
-        name = names[n_index + n_in + n_out + k]
-        env_args[n_index + n_in + n_out + k] = importer.allocate(var, block, name)
+        scratch = names[n_index + n_in + n_out + k]
+        env_args[n_index + n_in + n_out + k] = importer.allocate(var, block, scratch)
 
     operand_param = [
         *[hbm[n_index + k] for k in range(n_in)],

@@ -63,7 +63,7 @@ class Vector:
     def opaque_ops(self) -> list[str]:
         """The primitives with no copyir op, in the order first met."""
         found: list[str] = []
-        stack = [self]
+        stack: list[Vector] = [self]
         while stack:
             node = stack.pop()
             if node.opaque and node.op not in found:
