@@ -440,3 +440,99 @@ def test_a_longer_loop_gives_a_stream_no_larger():
         return len(text.splitlines())  # instructions, one per line
 
     assert streamed(200_000) == streamed(2_000)
+
+
+def test_while_loop_with_a_static_trip_count_and_floor_divide():
+    """`fori_loop(p, p + 3)` on a grid index is a `while` (JAX cannot count
+    it); its trip count, 3, is static here. `//` is a `jit` named
+    `floor_divide`."""
+
+    def windows(x, y, buf, sem):
+        p = pl.program_id(0)
+
+        def body(i, carry):
+            rows = pl.ds(4 * (i // 3), 4)
+            pltpu.make_async_copy(x.at[rows], buf, sem).start()
+            pltpu.make_async_copy(x.at[rows], buf, sem).wait()
+            pltpu.make_async_copy(buf, y.at[rows], sem).start()
+            pltpu.make_async_copy(buf, y.at[rows], sem).wait()
+            return carry
+
+        jax.lax.fori_loop(3 * p, 3 * p + 3, body, 0)
+
+    def f():
+        return pl.pallas_call(
+            windows,
+            out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+            grid=(4,),
+            in_specs=[ANY],
+            out_specs=ANY,
+            scratch_shapes=[pltpu.VMEM((4, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+        )(X)
+
+    assert imported_text(f) == written(
+        """
+        kernel windows(x: f32[16, 128] @hbm, y: f32[16, 128] @hbm) {
+          buf = alloc f32[4, 128] @vmem
+          sem = semaphore
+          for i in grid(4) {
+            for j in range(3) {
+              copy_start x[ds(4 * ((3 * i + j) // 3), 4), :] -> buf, sem
+              copy_wait x[ds(4 * ((3 * i + j) // 3), 4), :] -> buf, sem
+              copy_start buf -> y[ds(4 * ((3 * i + j) // 3), 4), :], sem
+              copy_wait buf -> y[ds(4 * ((3 * i + j) // 3), 4), :], sem
+            }
+          }
+        }
+        """
+    )
+    assert np.array_equal(np.asarray(run(f)), np.asarray(X))
+
+
+def test_scalar_prefetch_is_copied_to_smem_first():
+    """`PrefetchScalarGridSpec`: the scalar operands reach SMEM before the
+    kernel, as Pallas copies them (`pallas_call.py`)."""
+
+    def gather(idx, x, y, buf, sem):
+        pltpu.make_async_copy(x, buf, sem).start()
+        pltpu.make_async_copy(x, buf, sem).wait()
+        pltpu.make_async_copy(buf, y, sem).start()
+        pltpu.make_async_copy(buf, y, sem).wait()
+
+    idx = jnp.arange(4, dtype=jnp.int32)
+
+    def f(idx, x):
+        return pl.pallas_call(
+            gather,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1,
+                grid=(1,),
+                in_specs=[ANY],
+                out_specs=ANY,
+                scratch_shapes=[
+                    pltpu.VMEM((16, 128), jnp.float32),
+                    pltpu.SemaphoreType.DMA,
+                ],
+            ),
+        )(idx, x)
+
+    assert imported_text(f, idx, X) == written(
+        """
+        kernel gather(idx: i32[4] @hbm, x: f32[16, 128] @hbm, y: f32[16, 128] @hbm) {
+          idx_smem = alloc i32[4] @smem
+          sync_copy idx -> idx_smem
+          buf = alloc f32[16, 128] @vmem
+          sem = semaphore
+          for i in grid(1) {
+            copy_start x -> buf, sem
+            copy_wait x -> buf, sem
+            copy_start buf -> y, sem
+            copy_wait buf -> y, sem
+          }
+        }
+        """
+    )
+    (kernel,) = import_kernels(f, idx, X)
+    assert np.array_equal(kernel.inputs["idx"], np.asarray(idx))
+    assert np.array_equal(np.asarray(run(f, idx, X)), np.asarray(X))
