@@ -39,6 +39,8 @@ def plus_one_kernel(x_hbm, y_hbm):
 
 
 def plus_one(x, interpret=False):
+    """x + 1 (`interpret` as for pallas_call; Pallas' interpret mode of
+    jax 0.10.2 runs no `emit_pipeline` on the CPU, copyir does)."""
     return pl.pallas_call(
         plus_one_kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),

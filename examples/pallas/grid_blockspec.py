@@ -31,7 +31,8 @@ def block(**options):
     return pl.BlockSpec(BLOCK, lambda i, j: (i, j), **options)
 
 
-def scale_add(x, y):
+def scale_add(x, y, interpret=False):
+    """2x + y - 1 (`interpret` as for pallas_call)."""
     return pl.pallas_call(
         scale_add_kernel,
         grid=GRID,
@@ -41,6 +42,7 @@ def scale_add(x, y):
         compiler_params=pltpu.CompilerParams(
             dimension_semantics=("parallel", "arbitrary")
         ),
+        interpret=interpret,
     )(x, y)
 
 
