@@ -18,6 +18,7 @@ asynchronous `buffered_copy`. A `copy.compute` runs its region of scalar
 ops on whole arrays, one numpy ufunc per op in the destination's dtype, so
 that each operation rounds in that dtype (bfloat16 after every one),
 integers wrap, and `max`/`min` propagate NaN as `np.maximum`/`np.minimum`.
+A `copy.opaque` writes poison into each ref it writes.
 
 It shares no index or address arithmetic with the lowering (nothing from
 `copyir.index`, `copyir.access` or the passes, and not
@@ -68,6 +69,7 @@ from copyir.dialects.copy import (
     IndexOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     PipelineOp,
     RefType,
     SemaphoreArrayType,
@@ -396,6 +398,14 @@ class CopyReference(InterpreterFunctions):
     @impl(InvalidateOp)
     def run_invalidate(self, interpreter: Interpreter, op: InvalidateOp, args):
         return ()  # unwritten memory matters to the checker, not to the values
+
+    @impl(OpaqueOp)
+    def run_opaque(self, interpreter: Interpreter, op: OpaqueOp, args):
+        """Poison into every ref it writes (its reads matter to the checker,
+        not to the values)."""
+        for value, array in zip(op.writes, args[len(op.reads) :], strict=True):
+            array[...] = poisoned(cast(RefType, value.type))
+        return ()
 
     @impl(PipelineOp)
     def run_pipeline(self, interpreter: Interpreter, op: PipelineOp, args):

@@ -531,6 +531,47 @@ def _check_parallel_pipeline(n: int) -> Stage:
     return lambda: Executable(stream, {"x"}, "eager")
 
 
+def opaque_loop_text(n: int) -> str:
+    """A loop of n iterations, each fetching a row of x into VMEM, two opaque
+    computations on it (a reduction into SMEM, then an elementwise one), and
+    the result written to a row of y: poison that reaches the output."""
+    ref = f"f32[{n}, 128] @hbm"
+    return f"""kernel soft(x: {ref}, y: {ref}) {{
+  a = alloc f32[128] @vmem
+  b = alloc f32[128] @vmem
+  m = alloc f32[] @smem
+  for i in range({n}) {{
+    sync_copy x[i] -> a
+    opaque "reduce_max" (a) -> (m)
+    opaque "exp" (a, m) -> (b)
+    sync_copy b -> y[i]
+  }}
+}}
+"""
+
+
+@case("run-opaque-loop", start=1024)
+def _run_opaque_loop(n: int) -> Stage:
+    """compile and run: a loop of N iterations of two opaque computations,
+    their poison tracked into the output (and reported)"""
+    import warnings
+
+    import numpy as np
+    from copyir.backends.interpreter import Executable
+
+    from copyir.errors import CopyIRWarning
+
+    stream = copyir.to_stream(copyir.lower(opaque_loop_text(n)))
+    inputs = {"x": np.zeros((n, 128), np.float32)}
+
+    def stage() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CopyIRWarning)
+            Executable(stream, {"x"}, "eager").run(inputs)
+
+    return stage
+
+
 # --------------------------------------------------------------------------
 # The Pallas frontend
 # --------------------------------------------------------------------------

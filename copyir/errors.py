@@ -356,6 +356,10 @@ RUN_PARTLY_WRITTEN = (
     "Output {name} is written only in part: {unwritten} of its {size} elements "
     "keep poison, the first at {first}"
 )
+RUN_OPAQUE_OUTPUT = (
+    'Output {name} holds poison that opaque computation "{what}" wrote: '
+    "{count} of its {size} elements, the first at {first}"
+)
 RUN_BAD_SEED = "The seed must be an integer from 0 to 2**63 - 1, got {seed}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"
 STREAM_MALFORMED = "Malformed DMA stream: {why}"

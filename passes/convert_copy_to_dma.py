@@ -3,7 +3,8 @@
 Each kernel becomes a `dma.program`: a `dma.buffer` per parameter and per
 scratch buffer and a `dma.semaphore` per named semaphore, all at the top,
 then a `dma.start` or `dma.wait` per DMA, a `dma.invalidate` per
-invalidation and a `dma.compute` per computation, in program order.
+invalidation, a `dma.compute` per computation and a `dma.opaque` per ref
+of an opaque computation (its reads, then its writes), in program order.
 Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
 elements, as `copyir.access` folds them (each view once per pass run). A
@@ -81,6 +82,7 @@ from copyir.dialects.copy import (
     IndexOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
@@ -257,6 +259,9 @@ class _Lowering:
         if isinstance(op, ComputeOp):
             out.append(self.compute(op, context))
             return
+        if isinstance(op, OpaqueOp):
+            out.extend(self.opaque(op, context))
+            return
         if isinstance(op, InvalidateOp):
             out.append(self.invalidate(op, context))
             return
@@ -360,6 +365,22 @@ class _Lowering:
             | schema.COMPUTATION.make(format_prefix(op.expression()), inputs)
         )
         return context.instruction(dma.ComputeOp, properties, op)
+
+    def opaque(self, op: OpaqueOp, context: _Context) -> list[Operation]:
+        """One instruction per ref, the reads first: at one instant, an
+        update in place reads its ref before it writes it."""
+        out = []
+        for writes, values in ((False, op.reads), (True, op.writes)):
+            for value in values:
+                properties = (
+                    {"what": op.what}
+                    | schema.OWN.make(self.end(value, context))
+                    | self.box(value)
+                )
+                if writes:
+                    properties["writes"] = UnitAttr()
+                out.append(context.instruction(dma.OpaqueOp, properties, op))
+        return out
 
     def end(self, value: SSAValue, context: _Context) -> EndAttributes:
         """A DMA end: the root buffer's space, its address plus the view's

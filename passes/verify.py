@@ -51,6 +51,7 @@ from copyir.dialects.copy import (
     ForOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     PipelineOp,
     RefType,
     SemaphoreArrayType,
@@ -175,6 +176,7 @@ _KINDS = (
     AsyncDmaOp,
     InvalidateOp,
     ComputeOp,
+    OpaqueOp,
     BufferedCopyOp,
     ForOp,
     PipelineOp,
@@ -256,6 +258,8 @@ def instructions(op: Operation) -> int:
         return limits.weight(len(op.inputs))
     if isinstance(op, DmaOp | AsyncDmaOp | InvalidateOp):
         return 1
+    if isinstance(op, OpaqueOp):
+        return len(op.operands)  # one instruction per ref
     if isinstance(op, SyncCopyOp):
         return 2 * len(op.srcs)
     if isinstance(op, BufferedCopyOp):
@@ -373,7 +377,9 @@ def _value_at(value: int | AffineExpr, point: dict[int, int]) -> int:
 
 
 def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> None:
-    if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp | InvalidateOp):
+    if isinstance(
+        op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp | OpaqueOp | InvalidateOp
+    ):
         _check_address_limit(op.operands, accesses, domain)
     if isinstance(op, WindowOp) and isinstance(op.slot_value, SSAValue):
         slot = accesses.index(op.slot_value)

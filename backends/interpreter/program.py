@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir.expand import Trace
-from copyir.stream import COMPUTE, INVALIDATE, Stream
+from copyir.stream import COMPUTE, INVALIDATE, OPAQUE, Stream
 from copyir.validate import ResolvedEnds, Validated, validate_stream
 
 from .. import parallel, protocol
@@ -76,7 +76,8 @@ def prepare(
     op = table["op"][trace.row].astype(np.int64)
     events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
     add = table["add"][trace.row[validated.src.events]].astype(bool)
-    ends = _protocol_ends(validated, op, add)
+    writes = table["writes"][trace.row[validated.dst.events]].astype(bool)
+    ends = _protocol_ends(validated, op, add, writes)
     layout = validated.layout
     memory = protocol.Memory(
         layout.shapes,
@@ -100,18 +101,25 @@ def check_stream(
     return prepare(stream, frozenset(provided)).check()
 
 
-def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
+def _protocol_ends(
+    validated: Validated, op: np.ndarray, add: np.ndarray, writes: np.ndarray
+):
     """The protocol's rows, filled in place (no part tables): two per DMA,
     its source then its destination (read too when the DMA adds); then
-    each computation's operands (read), the computations' destinations
-    (written) and the invalidations' boxes (made unwritten), all instant."""
+    each computation's operands (read), the boxes opaque computations read,
+    the computations' destinations and the boxes opaque computations write
+    (written), and the invalidations' boxes (made unwritten), all instant.
+    `writes` says, per destination, whether an opaque one is written."""
     src, dst = validated.src, validated.dst
     count = len(src.events)
     pieces: list[tuple[ResolvedEnds, slice | np.ndarray, bool, bool]] = [
         (operand, slice(None), False, False) for operand in validated.operands
     ]
+    opaque = op[dst.events] == OPAQUE
+    pieces.append((dst, np.flatnonzero(opaque & ~writes), False, False))
     for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
         pieces.append((dst, np.flatnonzero(op[dst.events] == kind), True, invalidate))
+    pieces.append((dst, np.flatnonzero(opaque & writes), True, False))
     sizes = [len(access.events[at]) for access, at, _, _ in pieces]
     total = 2 * count + sum(sizes)
     rank = src.lo.shape[1]

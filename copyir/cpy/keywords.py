@@ -13,6 +13,7 @@ STATEMENT_WORDS = (
     "when",
     "pipeline",
     "invalidate",
+    "opaque",
 )
 """The words that start a statement."""
 VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy", "window")

@@ -47,6 +47,7 @@ from copyir.dialects.copy import (
     IndexOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     PipelineOp,
     RefType,
     SemaphoreArrayType,
@@ -389,6 +390,12 @@ class _KernelPrinter:
             return f"{self.names[op.result]} = window {self.operand(op.bref)}[{slot}]"
         if isinstance(op, InvalidateOp):
             return f"invalidate {self.operand(op.ref)}"
+        if isinstance(op, OpaqueOp):
+            reads, writes = (
+                ", ".join(self.operand(v) for v in side)
+                for side in (op.reads, op.writes)
+            )
+            return f"opaque {_quoted(op.what.data)} ({reads}) -> ({writes})"
         return f"# {op.name} has no authoring syntax"
 
     def index_expression(self, op: IndexOp) -> str:
@@ -635,8 +642,10 @@ def _block_args(op: Operation) -> list[SSAValue]:
     ]
 
 
-def _quoted(action: str) -> str:
-    escaped = action.replace("\\", "\\\\").replace('"', '\\"')
+def _quoted(text: str) -> str:
+    """A string literal that the parser reads back as `text` (which holds
+    no line break: a literal cannot)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 
 

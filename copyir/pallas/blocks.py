@@ -34,6 +34,11 @@ def block_spec(
     if mode is not None and getattr(mode, "use_lookahead", False):
         raise unsupported("`pl.Buffered(use_lookahead=True)`", importer.loc())
     buffers = mode.buffer_count if mode is not None else 2
+    if not isinstance(buffers, int):  # JAX 0.12's (in, out) pair
+        raise unsupported(
+            "`pl.Buffered` with separate input and output buffer counts",
+            importer.loc(),
+        )
     return PipelineSpecAttr(OUT if output else IN, block, index_map, buffers)
 
 

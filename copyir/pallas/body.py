@@ -47,7 +47,7 @@ from copyir.errors import CopyIRError, Loc
 from copyir.index import format_expr
 from copyir.locations import loc_of
 from copyir.names import FreshNames
-from copyir.pallas import jaxpr_source
+from copyir.pallas import jax_compat, jaxpr_source
 from copyir.pallas.symbols import (
     COMPARISONS,
     Condition,
@@ -391,8 +391,12 @@ class BodyImporter:
 
     def dma(self, eqn, args: list[Value]) -> list:
         src, dst, dst_sem, src_sem, device_id = eqn.params["tree"].unflatten(args)
-        if src_sem is not None or device_id is not None:
-            raise self.unsupported("a remote DMA (`device_id`, a source semaphore)")
+        if device_id is not None:
+            raise self.unsupported("a remote DMA (`device_id`)")
+        if src_sem is not None or jax_compat.waits_on_source(eqn.params):
+            raise self.unsupported("a DMA's source semaphore (`src_sem`, `wait_read`)")
+        if dst_sem is None:
+            raise self.unsupported("a DMA without a semaphore")
         action = "start" if eqn.primitive.name == "dma_start" else "wait"
         start = action == "start"
         add = start and bool(eqn.params.get("add", False))
@@ -524,14 +528,16 @@ class BodyImporter:
         """A scratch ref or semaphore array of the aval's shape, named
         `name` (fresh in the kernel), else `sem` or `scratch`."""
         aval = var.aval
-        space = str(getattr(aval, "memory_space", "")).lower()
+        space = jax_compat.memory_space(aval)
         shape = tuple(aval.shape)
         if "semaphore" in space or "sem" in str(aval.dtype):
             if "dma" not in str(aval.dtype):
                 raise self.unsupported("a regular (non-DMA) semaphore")
             op: Operation = SemaphoreOp(shape, self.names(name or "sem"))
+        elif space not in ("vmem", "smem", "default"):
+            raise self.unsupported(f"scratch in {space} memory")
         else:
-            where = "smem" if "smem" in space else "vmem"
+            where = "smem" if space == "smem" else "vmem"
             op = AllocOp(
                 ref_type(shape, self.element(aval.dtype), where),
                 self.names(name or "scratch"),
@@ -552,19 +558,21 @@ class BodyImporter:
         p = eqn.params
         if p["reverse"]:
             raise self.unsupported("a reversed `scan`")
-        consts = args[: p["num_consts"]]
-        carries = args[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        if len(args) > p["num_consts"] + p["num_carry"]:
+        n_consts, n_carry = jax_compat.scan_counts(p)
+        consts = args[:n_consts]
+        carries = args[n_consts : n_consts + n_carry]
+        if len(args) > n_consts + n_carry:
             raise self.unsupported("a `scan` over arrays")
         jaxpr = p["jaxpr"].jaxpr
-        carry_vars = jaxpr.invars[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        kinds = _carry_kinds(jaxpr, carry_vars, jaxpr.outvars[: p["num_carry"]])
+        carry_vars = jaxpr.invars[n_consts : n_consts + n_carry]
+        kinds = _carry_kinds(jaxpr, carry_vars, jaxpr.outvars[:n_carry])
         return self.loop(p["length"], kinds, carries, p["jaxpr"], [*consts], jaxpr)
 
     def loop(self, length: int, kinds, carries, closed, consts, jaxpr) -> list[Value]:
         for kind, value in zip(kinds, carries, strict=True):
             if kind == "carried" or (kind == "step" and not _is_integer(value)):
-                raise self.unsupported("a loop-carried value")
+                what = "array" if isinstance(value, Vector) else "index"
+                raise self.unsupported(f"a loop-carried {what} value")
         finals = [
             folded(as_expr(v) + length) if k == "step" else v
             for k, v in zip(kinds, carries, strict=True)
@@ -659,15 +667,21 @@ class BodyImporter:
             raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
         if p.get("tiling") is not None:
             raise self.unsupported("`emit_pipeline` with `tiling`")
-        counts = [len(bm.index_map_jaxpr.consts) for bm in gm.block_mappings]
-        dynamic = gm.num_dynamic_grid_bounds + p["_num_extra_dynamic"]
-        if dynamic or any(d != 0 for d in p["_static_grid_offsets"]):
+        operands = jax_compat.pipeline_operands(p, args)
+        if operands.core_id is not None:
+            raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
+        if operands.run_time_grid or any(d != 0 for d in operands.grid_offsets):
             raise self.unsupported("`emit_pipeline` with a grid known only at run time")
-        if sum(counts):
+        if operands.index_map_consts:
             raise self.unsupported("`emit_pipeline` index maps that capture values")
-        body_consts = args[dynamic : dynamic + p["body_consts_len"]]
-        refs = p["args_tree"].unflatten(args[dynamic + p["body_consts_len"] :])
-        refs = [self.ref(r) for r in _leaves(refs)]
+        if operands.allocations is not None:
+            raise self.unsupported("`emit_pipeline` with `allocations`")
+        if p.get("output_wait_read_only"):
+            raise self.unsupported("`emit_pipeline(output_wait_read_only=True)`")
+        if p.get("_explicit_indices"):
+            raise self.unsupported("an `emit_pipeline` body given its indices")
+        body_consts = list(operands.body_consts)
+        refs = [self.ref(r) for r in _leaves(operands.refs)]
         grid = tuple(gm.grid)
         specs = [
             block_spec(self, bm, k >= gm.num_inputs, len(grid))

@@ -38,7 +38,7 @@ from copyir.dialects.copy.types import (
     ref_type,
 )
 from copyir.names import FreshNames
-from copyir.pallas import jaxpr_source
+from copyir.pallas import jax_compat, jaxpr_source
 from copyir.pallas.blocks import block_spec
 from copyir.pallas.body import BodyImporter, element_of, unsupported
 
@@ -226,9 +226,11 @@ def run_body(
 def _is_blocked(var) -> bool:
     """A kernel argument in VMEM (or the default space) is a block; one in
     `ANY` (HBM) is the whole array."""
-    space = str(getattr(var.aval, "memory_space", None)).lower()
+    space = jax_compat.memory_space(var.aval)
     if "smem" in space:
         raise unsupported("an SMEM `BlockSpec`", None)
+    if space == "host":
+        raise unsupported("a `BlockSpec` in host memory (`pl.HOST`)", None)
     return "any" not in space and "hbm" not in space
 
 

@@ -18,6 +18,7 @@ too large to read as text quickly.
 from copyir.dma_schema import (
     COMPUTE,
     INVALIDATE,
+    OPAQUE,
     OPS,
     START,
     WAIT,
@@ -42,6 +43,7 @@ __all__ = [
     "COMPUTE",
     "FORMAT_VERSION",
     "INVALIDATE",
+    "OPAQUE",
     "OPS",
     "SPACES",
     "START",

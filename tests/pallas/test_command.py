@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("jax", reason="the Pallas frontend needs JAX")
 
-import copyir  # noqa: E402
-from copyir import errors  # noqa: E402
+import copyir
+from copyir import errors
 
 KERNEL = textwrap.dedent(
     """
@@ -130,3 +130,24 @@ def test_without_jax_the_commands_say_how_to_install_it(monkeypatch):
     with pytest.raises(copyir.InvocationError) as caught:
         require_jax()
     assert str(caught.value) == errors.PALLAS_NEEDS_JAX
+
+
+def test_an_imported_kernel_gives_the_verdict_check_gives(tmp_path):
+    """The `.cpy` that `copyir import` writes fails where `copyir check`
+    does, located at the same Python line."""
+    (tmp_path / "kernel.py").write_text(KERNEL.replace("RACE", "pass"))
+    checked = copyir_command(
+        "check", "kernel.py", "--call", "main", "--mode", "eager", cwd=tmp_path
+    )
+    done = copyir_command(
+        "import", "kernel.py", "--call", "main", "-o", "k.cpy", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    ran = copyir_command(
+        "run", "k.cpy", "--mode", "eager", "--input", "k.doubled.inputs.npz",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == checked.returncode == 1
+    first = checked.stderr.splitlines()[0]
+    assert first.startswith("kernel.py:")
+    assert ran.stderr.splitlines()[0] == first

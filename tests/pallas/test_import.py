@@ -333,7 +333,7 @@ def test_loop_carried_value_is_not_supported_yet():
     with pytest.raises(copyir.CopyIRError) as caught:
         import_kernels(f)
     assert str(caught.value) == unsupported_message(
-        "a loop-carried value", kernel, "jax.lax.fori_loop"
+        "a loop-carried index value", kernel, "jax.lax.fori_loop"
     )
 
 
@@ -434,7 +434,9 @@ def test_a_longer_loop_gives_a_stream_no_larger():
 
             jax.lax.fori_loop(0, steps, body, 0)
 
-        f = _vmem_call(kernel, [pltpu.VMEM((1, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+        f = _vmem_call(
+            kernel, [pltpu.VMEM((1, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+        )
         (imported,) = import_kernels(f)
         text = copyir.dma_text(copyir.lower(imported.module), origins=False)
         return len(text.splitlines())  # instructions, one per line
@@ -536,3 +538,53 @@ def test_scalar_prefetch_is_copied_to_smem_first():
     (kernel,) = import_kernels(f, idx, X)
     assert np.array_equal(kernel.inputs["idx"], np.asarray(idx))
     assert np.array_equal(np.asarray(run(f, idx, X)), np.asarray(X))
+
+
+def test_hbm_scratch_is_not_supported_yet():
+    def kernel(x, y, scratch, sem):
+        pltpu.make_async_copy(x, scratch, sem).start()
+        pltpu.make_async_copy(x, scratch, sem).wait()
+
+    f = _vmem_call(kernel, [pltpu.HBM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value).startswith(
+        errors.PALLAS_UNSUPPORTED.format(what="scratch in hbm memory", where="")
+    )
+
+
+def test_opaque_compute_imports_what_copyir_cannot_compute():
+    """With `opaque_compute=True`, `exp` becomes an opaque computation:
+    its reads and writes are still checked, and an output that ends up
+    holding its poison is reported at its line."""
+
+    def kernel(x, y, buf, sem):
+        pltpu.make_async_copy(x, buf, sem).start()
+        pltpu.make_async_copy(x, buf, sem).wait()
+        buf[...] = jnp.exp(buf[...]) * 2.0
+        pltpu.make_async_copy(buf, y, sem).start()
+        pltpu.make_async_copy(buf, y, sem).wait()
+
+    f = _vmem_call(
+        kernel, [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    )
+    assert imported_text(f, opaque_compute=True) == written(
+        """
+        kernel kernel_(x: f32[16, 128] @hbm, y: f32[16, 128] @hbm) {
+          buf = alloc f32[16, 128] @vmem
+          sem = semaphore
+          copy_start x -> buf, sem
+          copy_wait x -> buf, sem
+          opaque "exp" (buf) -> (buf)
+          copy_start buf -> y, sem
+          copy_wait buf -> y, sem
+        }
+        """
+    )
+    with pytest.warns(copyir.CopyIRWarning) as caught:
+        run(f, opaque_compute=True)
+    (warning,) = caught
+    assert str(warning.message).startswith(
+        'Output y holds poison that opaque computation "exp" wrote'
+    )
+    assert warning.message.loc.line == line_of(kernel, "jnp.exp")

@@ -46,6 +46,7 @@ from .control import (
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
 from .generic import fast_accessors, types_as_written
 from .indexing import all_given, check_subscript
+from .opaque import OpaqueOp
 from .pipeline import (
     IN,
     OUT,
@@ -110,6 +111,7 @@ Copy = Dialect(
         AsyncCopyOp,
         AsyncDmaOp,
         ComputeOp,
+        OpaqueOp,
         InvalidateOp,
         PipelineOp,
         WindowOp,
@@ -174,6 +176,7 @@ __all__ = [
     "KernelOp",
     "MemorySpace",
     "MemorySpaceAttr",
+    "OpaqueOp",
     "PipelineOp",
     "PipelineSpecAttr",
     "RefType",
