@@ -10,8 +10,10 @@ interpreter (every byte 0xFF).
 Loops run directly too, as xDSL's `scf` interpreter runs `scf.for`: a
 `copy.for` evaluates its bounds and runs its body once per index tuple,
 row-major with the last index fastest (parallel dimensions run in order
-here); a `copy.when` evaluates its affine sets; a `copy.index` evaluates its
-map with xDSL's `AffineMap.eval`, in plain Python integers. A descriptor
+here); a `copy.when` evaluates its affine sets; a `copy.scope` runs its
+body, its allocs making fresh poisoned arrays on every entry; a
+`copy.index` evaluates its map with xDSL's `AffineMap.eval`, in plain
+Python integers. A descriptor
 (`copy.async_copy`) is the (src, dst) pair of views evaluated where it is
 made; starting it copies at once and waiting it does nothing, and so for an
 asynchronous `buffered_copy`. A `copy.compute` runs its region of scalar
@@ -72,6 +74,7 @@ from copyir.dialects.copy import (
     OpaqueOp,
     PipelineOp,
     RefType,
+    ScopeOp,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
@@ -362,6 +365,13 @@ class CopyReference(InterpreterFunctions):
         sets = self.plan(op, lambda: [s.data for s in op.condition.data])
         if any(holds_at(s, args) for s in sets):
             self.run_block(interpreter, op.body.block, ())
+        return ()
+
+    @impl(ScopeOp)
+    def run_scope(self, interpreter: Interpreter, op: ScopeOp, args: PythonValues):
+        """Its body, whose allocs make fresh poisoned arrays on each run
+        (every DMA is immediate: nothing is in flight at its end)."""
+        self.run_block(interpreter, op.body.block, ())
         return ()
 
     @impl(IndexOp)

@@ -550,6 +550,27 @@ def opaque_loop_text(n: int) -> str:
 """
 
 
+def scope_loop_text(n: int) -> str:
+    """A loop of n steps, each in a scope of its own VMEM buffer and
+    semaphore (Pallas' run_scoped per grid step): fetched, scaled, written
+    back."""
+    ref = f"f32[{8 * n}, 128] @hbm"
+    return f"""kernel scoped(x: {ref}, y: {ref}) {{
+  for i in range({n}) {{
+    scope {{
+      buf = alloc f32[8, 128] @vmem
+      sem = semaphore
+      copy_start x[ds(8 * i, 8)] -> buf, sem
+      copy_wait x[ds(8 * i, 8)] -> buf, sem
+      buf[...] = 2.0 * buf
+      copy_start buf -> y[ds(8 * i, 8)], sem
+      copy_wait buf -> y[ds(8 * i, 8)], sem
+    }}
+  }}
+}}
+"""
+
+
 @case("run-opaque-loop", start=1024)
 def _run_opaque_loop(n: int) -> Stage:
     """compile and run: a loop of N iterations of two opaque computations,
@@ -570,6 +591,24 @@ def _run_opaque_loop(n: int) -> Stage:
             Executable(stream, {"x"}, "eager").run(inputs)
 
     return stage
+
+
+@case("check-scope-loop", start=1024)
+def _check_scope_loop(n: int) -> Stage:
+    """check: a scope in a loop of N steps (a fresh buffer and semaphore
+    each: N invalidations, N releases of each)"""
+    from copyir.backends.interpreter import Executable
+
+    stream = copyir.to_stream(copyir.lower(scope_loop_text(n)))
+    return lambda: Executable(stream, {"x"}, "random")
+
+
+@case("check-protocol-scope-loop", start=1024)
+def _lower_scope_loop(n: int) -> Stage:
+    """check_protocol: parse, verify, lower and check a scope in a loop of N
+    steps (the stream stays 8 instructions)"""
+    text = scope_loop_text(n)
+    return lambda: copyir.check_protocol(text)
 
 
 # --------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """The one schema of a DMA instruction: each field listed once, as data.
 
 An instruction (`dma.start`, `dma.wait`, `dma.invalidate`, `dma.compute`,
-`dma.opaque`) is a sequence of fields. A field says, in one place, everything the
-project does with it: the op properties it holds (`copyir.dialects.dma`
-builds each op's definition from its fields), how the `.dma` text writes
-it (each op's parser and printer walk its fields), and the columns of the
+`dma.opaque`, `dma.release`, `dma.release_sem`) is a sequence of fields. A field says,
+in one place, everything the project does with it: the op properties it
+holds (`copyir.dialects.dma` builds each op's definition from its
+fields), how the `.dma` text writes it (each op's parser and printer walk
+its fields), and the columns of the
 stream's instruction table that hold it (`copyir.stream` builds the numpy
 dtype, fills rows from ops and ops from rows; the `.npz` form stores that
 table as is, and `copyir.validate` checks it column by column).
@@ -628,16 +629,24 @@ COMPUTE_FIELDS = (OWN, BOX, COMPUTATION, GUARD)
 OPAQUE_FIELDS = (LABEL, ACCESS, OWN, BOX, GUARD)
 """One of the refs an opaque computation reads or writes: an opaque
 computation is one such instruction per ref, its reads first."""
+RELEASE_FIELDS = (OWN, BOX, GUARD)
+RELEASE_SEM_FIELDS = (SEM, GUARD)
+"""A scope's end: a buffer's box, or one semaphore, that no DMA in flight
+may still use."""
 INSTRUCTION_FIELDS = (
     START_FIELDS,
     WAIT_FIELDS,
     INVALIDATE_FIELDS,
     COMPUTE_FIELDS,
     OPAQUE_FIELDS,
+    RELEASE_FIELDS,
+    RELEASE_SEM_FIELDS,
 )
 """Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`,
-`OPAQUE`), its fields."""
-START, WAIT, INVALIDATE, COMPUTE, OPAQUE = range(len(INSTRUCTION_FIELDS))
+`OPAQUE`, `RELEASE`, `RELEASE_SEM`), its fields."""
+START, WAIT, INVALIDATE, COMPUTE, OPAQUE, RELEASE, RELEASE_SEM = range(
+    len(INSTRUCTION_FIELDS)
+)
 OPS = tuple(range(len(INSTRUCTION_FIELDS)))
 
 CONTEXT = (

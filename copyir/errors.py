@@ -344,6 +344,13 @@ RUN_LEFTOVERS = (
     "The program ends with {count} DMA(s) in flight: never waited, or waited "
     "for fewer bytes than they move"
 )
+RUN_SEMAPHORE_NOT_ZERO = "semaphore {sem} ends at {bytes} bytes, not zero"
+RUN_SCOPE_IN_FLIGHT = (
+    "This DMA of {bytes} bytes on semaphore {sem} is still in flight when the "
+    "scope of {name} ends: wait for it inside the scope"
+)
+RUN_SCOPE_ENDS = "the scope, which ends before the DMA finishes"
+RUN_SCOPE_SEMAPHORE = "semaphore {sem} ends the scope at {bytes} bytes, not zero"
 RUN_UNKNOWN_INPUT = (
     "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
 )
@@ -463,6 +470,10 @@ DMA_FORM_NEEDS_PROGRAM = (
 # travel beside a message, which stays exact.
 TYPES_NOTE = "{src} is {src_type}, {dst} is {dst_type}"
 DID_YOU_MEAN = "did you mean {name}?"
+HINT_SCOPE = (
+    "an alloc or a semaphore directly in a scope { ... } is made afresh on every "
+    "entry into it"
+)
 HINT_COMMENT = "comments start with # in copyir, not //"
 HINT_AT = "copyir writes a view without .at: x[0:8], not x.at[0:8]"
 HINT_DS = (

@@ -12,6 +12,7 @@ STATEMENT_WORDS = (
     "for",
     "when",
     "pipeline",
+    "scope",
     "invalidate",
     "opaque",
 )

@@ -50,6 +50,7 @@ from copyir.dialects.copy import (
     OpaqueOp,
     PipelineOp,
     RefType,
+    ScopeOp,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
@@ -130,6 +131,11 @@ class _KernelPrinter:
                 continue
             if isinstance(op, PipelineOp):
                 self.pipeline(op, pad, depth, lines)
+                continue
+            if isinstance(op, ScopeOp):
+                lines.append(f"{pad}scope{self.loc(op.location)} {{")
+                self.block(op.body.block, depth + 1, lines)
+                lines.append(f"{pad}}}")
                 continue
             note = _address_note(op)
             lines.append(f"{pad}{self.statement(op)}{self.loc(op.location)}{note}")

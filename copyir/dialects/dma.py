@@ -5,7 +5,8 @@ a `dma.program` holding the kernel's buffers, each at a memory space and a
 byte address (kernel parameters keep their names, shapes and dtypes so a
 program runs on its own), the names of its semaphores (`dma.semaphore`),
 then its instructions in program order: `dma.start`, `dma.wait`,
-`dma.invalidate`, `dma.compute` and `dma.opaque`, inside `dma.loop`s. A start moves a
+`dma.invalidate`, `dma.compute`, `dma.opaque`, `dma.release` and
+`dma.release_sem`, inside `dma.loop`s. A start moves a
 strided box of elements (shape, and strides in elements at each end)
 between two addresses and signals a semaphore by id; a wait lowers a
 semaphore by a byte count. Every instruction is located at its source
@@ -23,7 +24,10 @@ as affine maps of the enclosing loops' indices (d0 the outermost), written
 not one per step. `dma.invalidate` marks a region unwritten again (scratch
 reused, a window at a block's first visit); `dma.compute` evaluates an
 elementwise expression over boxes of VMEM or SMEM; `dma.opaque` is a box
-that an opaque computation reads or writes with poison.
+that an opaque computation reads or writes with poison. A scope of the
+program becomes an invalidation of each of its buffers where it starts, and a
+`dma.release` of each buffer and `dma.release_sem` of each semaphore where
+it ends: no DMA may still be in flight on them there.
 """
 
 from __future__ import annotations
@@ -241,7 +245,33 @@ class OpaqueOp(InstructionOp):
     FIELDS: ClassVar = schema.OPAQUE_FIELDS
 
 
-INSTRUCTIONS = (StartOp, WaitOp, InvalidateOp, ComputeOp, OpaqueOp)
+@instruction
+class ReleaseOp(InstructionOp):
+    """The end of a scope's buffer: `dma.release "vmem" 0 [128, 1] f32 [8,
+    128]`. No DMA may still be in flight into or out of the box."""
+
+    name = "dma.release"
+    FIELDS: ClassVar = schema.RELEASE_FIELDS
+
+
+@instruction
+class ReleaseSemOp(InstructionOp):
+    """The end of a scope's semaphore: `dma.release_sem sem 3`. No DMA on it
+    may still be in flight (so it is back at zero)."""
+
+    name = "dma.release_sem"
+    FIELDS: ClassVar = schema.RELEASE_SEM_FIELDS
+
+
+INSTRUCTIONS = (
+    StartOp,
+    WaitOp,
+    InvalidateOp,
+    ComputeOp,
+    OpaqueOp,
+    ReleaseOp,
+    ReleaseSemOp,
+)
 """Per instruction code (`copyir.dma_schema.START` ...), its op."""
 
 Dma = Dialect(
@@ -256,6 +286,8 @@ Dma = Dialect(
         InvalidateOp,
         ComputeOp,
         OpaqueOp,
+        ReleaseOp,
+        ReleaseSemOp,
     ],
     [],
 )

@@ -45,8 +45,15 @@ def add_parsers(commands, seed_type: Callable[[str], int]) -> None:
         "report as `copyir run` does.",
     )
     _common(check)
-    check.add_argument("--mode", choices=MODES, default="random")
-    check.add_argument("--seed", type=seed_type, default=0)
+    check.add_argument(
+        "--mode",
+        choices=MODES,
+        default="random",
+        help="when DMAs complete inside their in-flight window (default: random)",
+    )
+    check.add_argument(
+        "--seed", type=seed_type, default=0, help="for random mode: 0 to 2**63-1"
+    )
     check.set_defaults(run=check_command)
 
 

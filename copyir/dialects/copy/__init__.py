@@ -3,7 +3,7 @@
 One module per concern: `types` (types and attributes), `base` (the
 `CopyOp` base, how messages name values, shared checks), `indexing` (mixed
 static/dynamic index lists), `refs` (kernels, allocations, semaphores,
-views), `dmas` (DMAs and descriptors), `windows` (BufferedRefs and their
+scopes, views), `dmas` (DMAs and descriptors), `windows` (BufferedRefs and their
 windows), `control` (for, index, when), `compute` and `pipeline`;
 `generic` makes xDSL's generic checks and accessors cheap. The dialect is
 assembled here (its ops given `generic`'s accessors), and every public
@@ -57,9 +57,11 @@ from .pipeline import (
     default_index_name,
 )
 from .refs import (
+    ALLOCATING,
     AllocOp,
     InvalidateOp,
     KernelOp,
+    ScopeOp,
     SemaphoreOp,
     SemIndexOp,
     ViewOp,
@@ -115,6 +117,7 @@ Copy = Dialect(
         InvalidateOp,
         PipelineOp,
         WindowOp,
+        ScopeOp,
     ],
     [
         MemorySpaceAttr,
@@ -138,6 +141,7 @@ for _op in Copy.operations:
 
 __all__ = [
     "ACTIONS",
+    "ALLOCATING",
     "ARBITRARY",
     "BLOCKED",
     "BLOCK_KINDS",
@@ -180,6 +184,7 @@ __all__ = [
     "PipelineOp",
     "PipelineSpecAttr",
     "RefType",
+    "ScopeOp",
     "SemIndexOp",
     "SemaphoreArrayType",
     "SemaphoreOp",
