@@ -52,6 +52,7 @@ EXPECTED = {
     "double_buffer": lambda: 2 * rows((64, 128)),
     "grid_blockspec": lambda: 2 * rows((32, 256)) + np.float32(0.5) - 1,
     "emit_pipeline": lambda: rows((32, 256)) + 1,
+    "sync_copy_tree": lambda: 3 * rows((32, 128)) - 1,
 }
 """Each example's result, computed by numpy."""
 
