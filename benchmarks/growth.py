@@ -612,6 +612,27 @@ def _lower_scope_loop(n: int) -> Stage:
 
 
 # --------------------------------------------------------------------------
+# The Pallas frontend
+# --------------------------------------------------------------------------
+
+
+@case("import-pallas-double-buffer", n=16384)
+def _import_pallas_double_buffer(n: int) -> Stage:
+    """import_kernels: the double-buffered Pallas example over N steps
+
+    The kernel of examples/pallas/double_buffer.py, its x of 8N rows. The
+    fori_loop stays one loop, the same IR at every N; what grows is the
+    copy of the inputs the import keeps (numpy arrays of the JAX ones).
+    N is fixed: the search for N would grow x past a gigabyte."""
+    from pallas_import import example, inputs
+
+    import copyir.pallas
+
+    db, x = example(), inputs(n)
+    return lambda: copyir.pallas.import_kernels(db.double_buffer, x)
+
+
+# --------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------
 
