@@ -10,6 +10,7 @@ their inputs, without running more of them than later equations need.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,12 +28,24 @@ OnCall = Callable[[Any, list], list]
 """What evaluating a `pallas_call` equation does: its results."""
 
 
-def trace(f: Callable, args: Sequence[Any]):
-    """`f`'s closed jaxpr, its flat arguments and its output tree."""
+@dataclass(frozen=True)
+class Traced:
+    """A traced call `f(*args)`: its closed jaxpr, its flat arguments and
+    its output tree. Tracing runs the user's Python (an exception there is
+    theirs); what follows is copyir's."""
+
+    closed: Any
+    flat: list
+    tree: Any
+
+
+def trace(f: Callable, args: Sequence[Any]) -> Traced:
     import jax
 
     closed, shape = jax.make_jaxpr(f, return_shape=True)(*args)
-    return closed, jax.tree_util.tree_leaves(args), jax.tree_util.tree_structure(shape)
+    return Traced(
+        closed, jax.tree_util.tree_leaves(args), jax.tree_util.tree_structure(shape)
+    )
 
 
 def run(
@@ -48,10 +61,24 @@ def run(
     operation by JAX. A copyir check that fails raises its `CopyIRError`,
     located at the kernel's Python line. `observe(kernel, stream,
     outputs)` sees each kernel's run (`copyir check` reports with it)."""
+    traced = trace(f, args)
+    return run_traced(
+        traced, mode=mode, seed=seed, opaque_compute=opaque_compute, observe=observe
+    )
+
+
+def run_traced(
+    traced: Traced,
+    *,
+    mode: str = "random",
+    seed: int = 0,
+    opaque_compute: bool = False,
+    observe: Observer | None = None,
+) -> Any:
+    """`run` of a call traced already."""
     import jax
     import jax.numpy as jnp
 
-    closed, flat, tree = trace(f, args)
     names = FreshNames()
 
     def on_call(eqn, values: list) -> list:
@@ -59,8 +86,9 @@ def run(
         results = run_imported(imported, mode, seed, observe)
         return [jnp.asarray(results[name]) for name in imported.outputs]
 
-    outs = evaluate(closed.jaxpr, closed.consts, flat, on_call)
-    return jax.tree_util.tree_unflatten(tree, outs)
+    closed = traced.closed
+    outs = evaluate(closed.jaxpr, closed.consts, traced.flat, on_call)
+    return jax.tree_util.tree_unflatten(traced.tree, outs)
 
 
 def run_imported(
@@ -87,7 +115,13 @@ def import_kernels(
     """Each `pallas_call` that `f(*args)` makes, as a copy-dialect module
     with the inputs it received. A kernel whose results a later operation
     needs is run by copyir (eagerly) to give them."""
-    closed, flat, _ = trace(f, args)
+    return import_traced(trace(f, args), opaque_compute=opaque_compute)
+
+
+def import_traced(
+    traced: Traced, *, opaque_compute: bool = False
+) -> list[ImportedKernel]:
+    """`import_kernels` of a call traced already."""
     found: list[ImportedKernel] = []
     names = FreshNames()
 
@@ -96,7 +130,8 @@ def import_kernels(
         found.append(imported)
         return [_Later(imported, name) for name in imported.outputs]
 
-    evaluate(closed.jaxpr, closed.consts, flat, on_call, results=False)
+    closed = traced.closed
+    evaluate(closed.jaxpr, closed.consts, traced.flat, on_call, results=False)
     return found
 
 

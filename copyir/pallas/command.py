@@ -111,16 +111,11 @@ def _user_code(path: str, name: str, work: Callable[[], Any]) -> Any:
 def import_command(args: argparse.Namespace) -> int:
     from copyir.api import to_text
     from copyir.files import check_output, save_outputs, write_output
-    from copyir.pallas.api import import_kernels
+    from copyir.pallas.api import import_traced
 
     check_output(args.output)
-    function = load_function(args.file, args.call)
-    _remember_source(args)
-    kernels = _user_code(
-        args.file,
-        args.call,
-        lambda: import_kernels(function, opaque_compute=args.opaque_compute),
-    )
+    traced = _traced(args)
+    kernels = import_traced(traced, opaque_compute=args.opaque_compute)
     if not kernels:
         raise CopyIRError(errors.PALLAS_NO_KERNEL.format(name=args.call))
     texts = [to_text(k.module, "cpy", debuginfo=True) for k in kernels]
@@ -144,10 +139,9 @@ def _inputs_stem(args: argparse.Namespace) -> str:
 
 def check_command(args: argparse.Namespace) -> int:
     from copyir.cli import executed_dmas
-    from copyir.pallas.api import run
+    from copyir.pallas.api import run_traced
 
-    function = load_function(args.file, args.call)
-    _remember_source(args)
+    traced = _traced(args)
 
     def report(kernel, stream, outputs) -> None:
         print(
@@ -157,18 +151,25 @@ def check_command(args: argparse.Namespace) -> int:
         for name, value in outputs.items():
             print(f"  {name}: {value.dtype.name}{list(value.shape)}")
 
-    _user_code(
-        args.file,
-        args.call,
-        lambda: run(
-            function,
-            mode=args.mode,
-            seed=args.seed,
-            opaque_compute=args.opaque_compute,
-            observe=report,
-        ),
+    run_traced(
+        traced,
+        mode=args.mode,
+        seed=args.seed,
+        opaque_compute=args.opaque_compute,
+        observe=report,
     )
     return 0
+
+
+def _traced(args: argparse.Namespace):
+    """The function of the file, traced: the user's code runs here, and
+    only an exception from it is theirs (one in copyir after this is a bug
+    of copyir's, exit 3)."""
+    from copyir.pallas.api import trace
+
+    function = load_function(args.file, args.call)
+    _remember_source(args)
+    return _user_code(args.file, args.call, lambda: trace(function, ()))
 
 
 def _remember_source(args: argparse.Namespace) -> None:

@@ -151,3 +151,20 @@ def test_an_imported_kernel_gives_the_verdict_check_gives(tmp_path):
     first = checked.stderr.splitlines()[0]
     assert first.startswith("kernel.py:")
     assert ran.stderr.splitlines()[0] == first
+
+
+def test_a_bug_of_copyirs_is_an_internal_error_not_the_users(
+    kernel_file, tmp_path, monkeypatch, capsys
+):
+    """Only the traced function's own exceptions are the user's: one from
+    copyir's import after tracing is exit 3, a bug to report."""
+    from copyir import cli
+    from copyir.pallas import api
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("copyir's own bug")
+
+    monkeypatch.setattr(api, "import_call", broken)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "kernel.py", "--call", "main"]) == cli.EXIT_INTERNAL
+    assert "internal error: RuntimeError: copyir's own bug" in capsys.readouterr().err
