@@ -95,6 +95,8 @@ def part_a(db, steps: int) -> None:
         np.savez(data, **kernel.inputs)
         command = copyir_command("run", str(program), "--input", str(data))
         process = command_cost(command)
+        text = program.read_text()
+    _, in_process, _ = two_calls(lambda: copyir.run(text, kernel.inputs))
     over = max(steady.seconds / process.seconds, steady.cpu / process.cpu)
     verdict = "met" if over <= 2 else "NOT met"
     print(calls("copyir.pallas.run", first, steady))
@@ -105,6 +107,15 @@ def part_a(db, steps: int) -> None:
     print(
         f"    the call / the process: {steady.seconds / process.seconds:.2f}x wall, "
         f"{steady.cpu / process.cpu:.2f}x CPU (target <= 2x; {verdict})"
+    )
+    # The stricter reading: the same .cpy through `copyir.run` in this
+    # process (parse, verify, lower, run; no start-up), second call.
+    strict = max(steady.seconds / in_process.seconds, steady.cpu / in_process.cpu)
+    print(
+        f"    `copyir.run` of the .cpy text in this process: {cost(in_process)}; "
+        f"the call / it: {steady.seconds / in_process.seconds:.2f}x wall, "
+        f"{steady.cpu / in_process.cpu:.2f}x CPU "
+        f"(target <= 2x; {'met' if strict <= 2 else 'NOT met'})"
     )
 
 
