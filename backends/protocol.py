@@ -20,7 +20,8 @@ the events one by one in Python:
 - races: accesses whose windows and boxes overlap (`overlaps`);
 - reads of memory nobody wrote: a read must be covered by writes that
   began before it (with no race, those have finished), or by an input;
-- at the end, DMAs still in flight.
+- at the end of a scope, DMAs still in flight on its buffers or
+  semaphores (`Releases`); at the end of the program, any still in flight.
 
 `DmaProtocol` answers these questions for one program (what is in flight
 at an event, what has finished, what conflicts) and decides the verdict:
@@ -103,6 +104,26 @@ class BoxAccesses:
 
 
 @dataclass(frozen=True)
+class Releases:
+    """The ends of scopes: at each event, a box of a buffer, or a
+    semaphore, that no DMA may still use (`dma.release`,
+    `dma.release_sem`). A semaphore is the one-element box of resource
+    `buffers + sem`, so that one search finds both."""
+
+    event: np.ndarray
+    resource: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @staticmethod
+    def none(rank: int) -> Releases:
+        empty = np.zeros(0, np.int64)
+        return Releases(
+            empty, empty, np.zeros((0, rank), np.int64), np.zeros((0, rank), np.int64)
+        )
+
+
+@dataclass(frozen=True)
 class Memory:
     """The buffers as the protocol sees them."""
 
@@ -157,11 +178,21 @@ class DmaProtocol:
     and conflicts come from the `overlaps` index, never from walking the
     events one by one."""
 
-    def __init__(self, events: Events, ends: BoxAccesses, memory: Memory, namer: Namer):
+    def __init__(
+        self,
+        events: Events,
+        ends: BoxAccesses,
+        memory: Memory,
+        namer: Namer,
+        releases: Releases | None = None,
+    ):
         self.events = events
         self.ends = ends
         self.memory = memory
         self.namer = namer
+        self.releases = (
+            releases if releases is not None else Releases.none(ends.lo.shape[1])
+        )
 
     # -- in flight and finished
 
@@ -205,6 +236,46 @@ class DmaProtocol:
     def leftovers(self) -> np.ndarray:
         """The DMAs no wait finishes: still in flight at the end."""
         return np.flatnonzero(self.finish >= self.events.count)
+
+    def released_in_flight(
+        self, stats: overlaps.Stats | None = None
+    ) -> tuple[int, int] | None:
+        """The first end of a scope (a row of `releases`) at which a DMA is
+        still in flight on what it releases, and that DMA: the end of the
+        program's rule (`leftovers`) at the end of a scope, restricted to
+        the scope's buffers and semaphores. One bipartite search of the
+        `overlaps` index: the DMAs' ends and semaphores as reads over
+        their windows, each release as a write at its event."""
+        releases = self.releases
+        if not len(releases.event) or not len(self.starts):
+            return None
+        ends, starts = self.ends, self.starts
+        dma_rows = np.flatnonzero(~ends.instant)
+        dma = np.searchsorted(starts, ends.event[dma_rows])
+        buffers, rank = len(self.memory.shapes), ends.lo.shape[1]
+        sems = buffers + self.events.sem[starts]
+        ones = np.ones((len(starts), rank), np.int64)
+        resource = np.concatenate([ends.buffer[dma_rows], sems, releases.resource])
+        begin = np.concatenate([ends.event[dma_rows], starts, releases.event])
+        over = np.concatenate([self.finish[dma], self.finish, releases.event + 1])
+        users = len(dma_rows) + len(starts)
+        conflict = overlaps.first_conflict(
+            overlaps.AccessWindows(
+                resource,
+                np.concatenate([ends.lo[dma_rows], ones - 1, releases.lo]),
+                np.concatenate([ends.hi[dma_rows], ones, releases.hi]),
+                np.arange(len(resource)) >= users,
+                begin,
+                over,
+                begin,
+            ),
+            stats,
+            bipartite=True,
+        )
+        if conflict is None:
+            return None
+        which = np.concatenate([dma, np.arange(len(starts))])
+        return conflict.later - users, int(which[conflict.earlier])
 
     # -- conflicts
 
@@ -279,6 +350,12 @@ class DmaProtocol:
             at = int(ends.event[unwritten[0]])
             problems.append(
                 (at, 4, lambda: _uninitialized(ends, memory, unwritten, namer))
+            )
+        released = self.released_in_flight()
+        if released is not None:
+            at = int(self.releases.event[released[0]])
+            problems.append(
+                (at, 5, lambda: _scope_leftover(self, released[0], released[1]))
             )
         leftover = self.leftovers()
         if leftover.size:
@@ -356,15 +433,23 @@ def _semaphores(events: Events, starts: np.ndarray) -> _Semaphores:
     return result
 
 
+def _pending(events: Events, before: int) -> dict[int, int]:
+    """Per semaphore, the bytes started and not yet waited for before an
+    event: what it holds once every DMA in flight has arrived."""
+    head = slice(0, before)
+    kind, sem, amount = events.kind[head], events.sem[head], events.amount[head]
+    pending: dict[int, int] = {}
+    for code, sign in ((START, 1), (WAIT, -1)):
+        mine = kind == code
+        for s, bytes in zip(sem[mine].tolist(), amount[mine].tolist(), strict=True):
+            pending[s] = pending.get(s, 0) + sign * bytes
+    return pending
+
+
 def _unsatisfiable(sems: _Semaphores, namer: Namer) -> CopyIRError:
     events, at = sems.events, sems.unsatisfiable
     assert events is not None and at is not None  # both set for such a wait
-    before = np.arange(events.count) < at
-    pending = {}
-    for kind, sign in ((START, 1), (WAIT, -1)):
-        mine = before & (events.kind == kind)
-        for s, amount in zip(events.sem[mine], events.amount[mine], strict=True):
-            pending[int(s)] = pending.get(int(s), 0) + sign * int(amount)
+    pending = _pending(events, at)
     sem = int(events.sem[at])
     notes = tuple(
         Note(errors.RUN_BYTES_IN_FLIGHT.format(sem=namer.semaphore(s), bytes=left))
@@ -391,21 +476,40 @@ def _leftovers(events, starts, leftover, sems, namer: Namer) -> CopyIRError:
     ]
     if len(leftover) > MAX_NOTES:
         notes.append(Note(f"and {len(leftover) - MAX_NOTES} more DMAs"))
-    pending: dict[int, int] = {}
-    for kind, sign in ((START, 1), (WAIT, -1)):
-        mine = events.kind == kind
-        for s, amount in zip(events.sem[mine], events.amount[mine], strict=True):
-            pending[int(s)] = pending.get(int(s), 0) + sign * int(amount)
+    pending = _pending(events, events.count)
     left = [(s, b) for s, b in sorted(pending.items()) if b]
     for s, b in left[:MAX_NOTES]:
         notes.append(
-            Note(f"semaphore {namer.semaphore(s)} ends at {b} bytes, not zero")
+            Note(errors.RUN_SEMAPHORE_NOT_ZERO.format(sem=namer.semaphore(s), bytes=b))
         )
     return namer.fail(
         int(starts[leftover[0]]),
         errors.RUN_LEFTOVERS.format(count=len(leftover)),
         tuple(notes),
     )
+
+
+def _scope_leftover(protocol: DmaProtocol, release: int, dma: int) -> CopyIRError:
+    """A DMA still in flight where a scope ends: at the DMA's start, with
+    a note at the scope (and, for a semaphore, the bytes it still owes)."""
+    events, namer, releases = protocol.events, protocol.namer, protocol.releases
+    start, at = int(protocol.starts[dma]), int(releases.event[release])
+    resource = int(releases.resource[release])
+    buffers = len(protocol.memory.shapes)
+    notes = [Note(errors.RUN_SCOPE_ENDS, namer.site(at).loc)]
+    if resource >= buffers:
+        sem = resource - buffers
+        name = namer.semaphore(sem)
+        owed = _pending(events, at).get(sem, 0)
+        notes.append(Note(errors.RUN_SCOPE_SEMAPHORE.format(sem=name, bytes=owed)))
+    else:
+        name = namer.buffer_name(resource)
+    message = errors.RUN_SCOPE_IN_FLIGHT.format(
+        bytes=int(events.amount[start]),
+        sem=namer.semaphore(int(events.sem[start])),
+        name=name,
+    )
+    return namer.fail(start, message, tuple(notes))
 
 
 # -- accesses --------------------------------------------------------------------------

@@ -10,14 +10,17 @@ interpreter (every byte 0xFF).
 Loops run directly too, as xDSL's `scf` interpreter runs `scf.for`: a
 `copy.for` evaluates its bounds and runs its body once per index tuple,
 row-major with the last index fastest (parallel dimensions run in order
-here); a `copy.when` evaluates its affine sets; a `copy.index` evaluates its
-map with xDSL's `AffineMap.eval`, in plain Python integers. A descriptor
+here); a `copy.when` evaluates its affine sets; a `copy.scope` runs its
+body, its allocs making fresh poisoned arrays on every entry; a
+`copy.index` evaluates its map with xDSL's `AffineMap.eval`, in plain
+Python integers. A descriptor
 (`copy.async_copy`) is the (src, dst) pair of views evaluated where it is
 made; starting it copies at once and waiting it does nothing, and so for an
 asynchronous `buffered_copy`. A `copy.compute` runs its region of scalar
 ops on whole arrays, one numpy ufunc per op in the destination's dtype, so
 that each operation rounds in that dtype (bfloat16 after every one),
 integers wrap, and `max`/`min` propagate NaN as `np.maximum`/`np.minimum`.
+A `copy.opaque` writes poison into each ref it writes.
 
 It shares no index or address arithmetic with the lowering (nothing from
 `copyir.index`, `copyir.access` or the passes, and not
@@ -68,8 +71,10 @@ from copyir.dialects.copy import (
     IndexOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     PipelineOp,
     RefType,
+    ScopeOp,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
@@ -362,6 +367,13 @@ class CopyReference(InterpreterFunctions):
             self.run_block(interpreter, op.body.block, ())
         return ()
 
+    @impl(ScopeOp)
+    def run_scope(self, interpreter: Interpreter, op: ScopeOp, args: PythonValues):
+        """Its body, whose allocs make fresh poisoned arrays on each run
+        (every DMA is immediate: nothing is in flight at its end)."""
+        self.run_block(interpreter, op.body.block, ())
+        return ()
+
     @impl(IndexOp)
     def run_index(self, interpreter: Interpreter, op: IndexOp, args: PythonValues):
         return self.plan(op, lambda: op.map.data).eval(args, ())
@@ -396,6 +408,14 @@ class CopyReference(InterpreterFunctions):
     @impl(InvalidateOp)
     def run_invalidate(self, interpreter: Interpreter, op: InvalidateOp, args):
         return ()  # unwritten memory matters to the checker, not to the values
+
+    @impl(OpaqueOp)
+    def run_opaque(self, interpreter: Interpreter, op: OpaqueOp, args):
+        """Poison into every ref it writes (its reads matter to the checker,
+        not to the values)."""
+        for value, array in zip(op.writes, args[len(op.reads) :], strict=True):
+            array[...] = poisoned(cast(RefType, value.type))
+        return ()
 
     @impl(PipelineOp)
     def run_pipeline(self, interpreter: Interpreter, op: PipelineOp, args):

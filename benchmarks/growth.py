@@ -531,6 +531,107 @@ def _check_parallel_pipeline(n: int) -> Stage:
     return lambda: Executable(stream, {"x"}, "eager")
 
 
+def opaque_loop_text(n: int) -> str:
+    """A loop of n iterations, each fetching a row of x into VMEM, two opaque
+    computations on it (a reduction into SMEM, then an elementwise one), and
+    the result written to a row of y: poison that reaches the output."""
+    ref = f"f32[{n}, 128] @hbm"
+    return f"""kernel soft(x: {ref}, y: {ref}) {{
+  a = alloc f32[128] @vmem
+  b = alloc f32[128] @vmem
+  m = alloc f32[] @smem
+  for i in range({n}) {{
+    sync_copy x[i] -> a
+    opaque "reduce_max" (a) -> (m)
+    opaque "exp" (a, m) -> (b)
+    sync_copy b -> y[i]
+  }}
+}}
+"""
+
+
+def scope_loop_text(n: int) -> str:
+    """A loop of n steps, each in a scope of its own VMEM buffer and
+    semaphore (Pallas' run_scoped per grid step): fetched, scaled, written
+    back."""
+    ref = f"f32[{8 * n}, 128] @hbm"
+    return f"""kernel scoped(x: {ref}, y: {ref}) {{
+  for i in range({n}) {{
+    scope {{
+      buf = alloc f32[8, 128] @vmem
+      sem = semaphore
+      copy_start x[ds(8 * i, 8)] -> buf, sem
+      copy_wait x[ds(8 * i, 8)] -> buf, sem
+      buf[...] = 2.0 * buf
+      copy_start buf -> y[ds(8 * i, 8)], sem
+      copy_wait buf -> y[ds(8 * i, 8)], sem
+    }}
+  }}
+}}
+"""
+
+
+@case("run-opaque-loop", start=1024)
+def _run_opaque_loop(n: int) -> Stage:
+    """compile and run: a loop of N iterations of two opaque computations,
+    their poison tracked into the output (and reported)"""
+    import warnings
+
+    import numpy as np
+    from copyir.backends.interpreter import Executable
+
+    from copyir.errors import CopyIRWarning
+
+    stream = copyir.to_stream(copyir.lower(opaque_loop_text(n)))
+    inputs = {"x": np.zeros((n, 128), np.float32)}
+
+    def stage() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CopyIRWarning)
+            Executable(stream, {"x"}, "eager").run(inputs)
+
+    return stage
+
+
+@case("check-scope-loop", start=1024)
+def _check_scope_loop(n: int) -> Stage:
+    """check: a scope in a loop of N steps (a fresh buffer and semaphore
+    each: N invalidations, N releases of each)"""
+    from copyir.backends.interpreter import Executable
+
+    stream = copyir.to_stream(copyir.lower(scope_loop_text(n)))
+    return lambda: Executable(stream, {"x"}, "random")
+
+
+@case("check-protocol-scope-loop", start=1024)
+def _lower_scope_loop(n: int) -> Stage:
+    """check_protocol: parse, verify, lower and check a scope in a loop of N
+    steps (the stream stays 8 instructions)"""
+    text = scope_loop_text(n)
+    return lambda: copyir.check_protocol(text)
+
+
+# --------------------------------------------------------------------------
+# The Pallas frontend
+# --------------------------------------------------------------------------
+
+
+@case("import-pallas-double-buffer", n=16384)
+def _import_pallas_double_buffer(n: int) -> Stage:
+    """import_kernels: the double-buffered Pallas example over N steps
+
+    The kernel of examples/pallas/double_buffer.py, its x of 8N rows. The
+    fori_loop stays one loop, the same IR at every N; what grows is the
+    copy of the inputs the import keeps (numpy arrays of the JAX ones).
+    N is fixed: the search for N would grow x past a gigabyte."""
+    from pallas_import import example, inputs
+
+    import copyir.pallas
+
+    db, x = example(), inputs(n)
+    return lambda: copyir.pallas.import_kernels(db.double_buffer, x)
+
+
 # --------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------

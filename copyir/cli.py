@@ -1,4 +1,5 @@
-"""The `copyir` command line: verify, opt, lower and run.
+"""The `copyir` command line: verify, opt, lower and run; import and check
+Pallas kernels (`copyir.pallas.command`).
 
 Exit status, one rule for every command:
 
@@ -102,6 +103,9 @@ def _argument_parser() -> argparse.ArgumentParser:
     _opt_parser(commands)
     _lower_parser(commands)
     _run_parser(commands)
+    from copyir.pallas.command import add_parsers
+
+    add_parsers(commands, _seed)
     return parser
 
 

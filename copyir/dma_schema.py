@@ -1,10 +1,11 @@
 """The one schema of a DMA instruction: each field listed once, as data.
 
-An instruction (`dma.start`, `dma.wait`, `dma.invalidate`, `dma.compute`)
-is a sequence of fields. A field says, in one place, everything the
-project does with it: the op properties it holds (`copyir.dialects.dma`
-builds each op's definition from its fields), how the `.dma` text writes
-it (each op's parser and printer walk its fields), and the columns of the
+An instruction (`dma.start`, `dma.wait`, `dma.invalidate`, `dma.compute`,
+`dma.opaque`, `dma.release`, `dma.release_sem`) is a sequence of fields. A field says,
+in one place, everything the project does with it: the op properties it
+holds (`copyir.dialects.dma` builds each op's definition from its
+fields), how the `.dma` text writes it (each op's parser and printer walk
+its fields), and the columns of the
 stream's instruction table that hold it (`copyir.stream` builds the numpy
 dtype, fills rows from ops and ops from rows; the `.npz` form stores that
 table as is, and `copyir.validate` checks it column by column).
@@ -93,7 +94,7 @@ class Column:
     vector: bool = False
     refers: str | None = None
     """The stream's list a 1-based reference column numbers into (`maps`,
-    `predicates`, `computes`), 0 meaning none."""
+    `predicates`, `computes`, `labels`), 0 meaning none."""
     codes: int | None = None
     """A code column's bound: it holds 0 to `codes - 1` (an index into
     `SPACES`, `DTYPES`, ...); validate refuses any other value before a
@@ -116,7 +117,8 @@ class Column:
 
 class Writer(Protocol):
     """What filling a table row from an op needs (`copyir.stream`'s builder):
-    interned maps, predicates and computations, checked space names."""
+    interned maps, predicates, computations and labels, checked space
+    names."""
 
     def value(self, attribute: Value) -> tuple[int, int]: ...
     def space(self, op: Operation, attribute: StringAttr) -> int: ...
@@ -130,6 +132,7 @@ class Reader(Protocol):
     maps: list
     predicates: list
     computes: list[Compute]
+    labels: list[str]
 
 
 A = TypeVar("A", bound=Attribute)
@@ -519,6 +522,48 @@ class Computation(Field):
 
 
 @dataclass(frozen=True)
+class Label(Field):
+    """`"dot_general, exp"`: what an opaque computation computes, for
+    messages; interned in `Stream.labels` (column `label`, 1-based)."""
+
+    def columns(self) -> tuple[Column, ...]:
+        return (Column("label", "<i4", refers="labels"),)
+
+    def properties(self) -> dict[str, Any]:
+        return {"what": prop_def(StringAttr)}
+
+    def parse(self, parser: Parser) -> dict[str, Attribute]:
+        return {"what": StringAttr(parser.parse_str_literal())}
+
+    def text(self, op: Operation) -> str:
+        return str(StringAttr(prop(op, "what", StringAttr).data))
+
+    def store(self, op: Operation, entry, writer: Writer) -> None:
+        entry["label"] = writer.intern("labels", prop(op, "what", StringAttr).data)
+
+    def load(self, entry, reader: Reader) -> dict[str, Attribute]:
+        return {"what": StringAttr(reader.labels[int(entry["label"]) - 1])}
+
+
+@dataclass(frozen=True)
+class Access(Flag):
+    """`reads` or `writes`: what an opaque computation does to its box (a
+    flag, `writes`, in the op and the table)."""
+
+    name: str = "writes"
+
+    def parse(self, parser: Parser) -> dict[str, Attribute]:
+        if parser.parse_optional_keyword("reads") is not None:
+            return {}
+        if parser.parse_optional_keyword(self.name) is None:
+            parser.raise_error(f"Expected 'reads' or '{self.name}'")
+        return {self.name: UnitAttr()}
+
+    def text(self, op: Operation) -> str:
+        return self.name if self.name in op.properties else "reads"
+
+
+@dataclass(frozen=True)
 class Guard(Field):
     """`if {(d0) : (d0 - 1 >= 0)} or {...}`, or nothing: the instruction runs
     where any set holds; interned in `Stream.predicates` (1-based)."""
@@ -566,6 +611,7 @@ SRC, DST, OWN = End("src_", "src"), End("dst_", "dst"), End("", "dst")
 the table holds as the destination."""
 SEM = Keyed("sem", affine=True)
 BOX, GUARD, COMPUTATION = Box(), Guard(), Computation()
+LABEL, ACCESS = Label(), Access()
 
 START_FIELDS = (
     SRC,
@@ -580,9 +626,27 @@ START_FIELDS = (
 WAIT_FIELDS = (SEM, Keyed("bytes", affine=False), GUARD)
 INVALIDATE_FIELDS = (OWN, BOX, GUARD)
 COMPUTE_FIELDS = (OWN, BOX, COMPUTATION, GUARD)
-INSTRUCTION_FIELDS = (START_FIELDS, WAIT_FIELDS, INVALIDATE_FIELDS, COMPUTE_FIELDS)
-"""Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`), its fields."""
-START, WAIT, INVALIDATE, COMPUTE = range(len(INSTRUCTION_FIELDS))
+OPAQUE_FIELDS = (LABEL, ACCESS, OWN, BOX, GUARD)
+"""One of the refs an opaque computation reads or writes: an opaque
+computation is one such instruction per ref, its reads first."""
+RELEASE_FIELDS = (OWN, BOX, GUARD)
+RELEASE_SEM_FIELDS = (SEM, GUARD)
+"""A scope's end: a buffer's box, or one semaphore, that no DMA in flight
+may still use."""
+INSTRUCTION_FIELDS = (
+    START_FIELDS,
+    WAIT_FIELDS,
+    INVALIDATE_FIELDS,
+    COMPUTE_FIELDS,
+    OPAQUE_FIELDS,
+    RELEASE_FIELDS,
+    RELEASE_SEM_FIELDS,
+)
+"""Per instruction code (`START`, `WAIT`, `INVALIDATE`, `COMPUTE`,
+`OPAQUE`, `RELEASE`, `RELEASE_SEM`), its fields."""
+START, WAIT, INVALIDATE, COMPUTE, OPAQUE, RELEASE, RELEASE_SEM = range(
+    len(INSTRUCTION_FIELDS)
+)
 OPS = tuple(range(len(INSTRUCTION_FIELDS)))
 
 CONTEXT = (

@@ -344,6 +344,13 @@ RUN_LEFTOVERS = (
     "The program ends with {count} DMA(s) in flight: never waited, or waited "
     "for fewer bytes than they move"
 )
+RUN_SEMAPHORE_NOT_ZERO = "semaphore {sem} ends at {bytes} bytes, not zero"
+RUN_SCOPE_IN_FLIGHT = (
+    "This DMA of {bytes} bytes on semaphore {sem} is still in flight when the "
+    "scope of {name} ends: wait for it inside the scope"
+)
+RUN_SCOPE_ENDS = "the scope, which ends before the DMA finishes"
+RUN_SCOPE_SEMAPHORE = "semaphore {sem} ends the scope at {bytes} bytes, not zero"
 RUN_UNKNOWN_INPUT = (
     "Input {name} matches no parameter of kernel {kernel} (parameters: {params})"
 )
@@ -355,6 +362,10 @@ RUN_BYTES_IN_FLIGHT = "semaphore {sem} has {bytes} bytes in flight"
 RUN_PARTLY_WRITTEN = (
     "Output {name} is written only in part: {unwritten} of its {size} elements "
     "keep poison, the first at {first}"
+)
+RUN_OPAQUE_OUTPUT = (
+    'Output {name} holds poison that opaque computation "{what}" wrote: '
+    "{count} of its {size} elements, the first at {first}"
 )
 RUN_BAD_SEED = "The seed must be an integer from 0 to 2**63 - 1, got {seed}"
 RUN_UNKNOWN_MODE = "Unknown completion mode {mode} (expected random, eager or on_wait)"
@@ -459,6 +470,10 @@ DMA_FORM_NEEDS_PROGRAM = (
 # travel beside a message, which stays exact.
 TYPES_NOTE = "{src} is {src_type}, {dst} is {dst_type}"
 DID_YOU_MEAN = "did you mean {name}?"
+HINT_SCOPE = (
+    "an alloc or a semaphore directly in a scope { ... } is made afresh on every "
+    "entry into it"
+)
 HINT_COMMENT = "comments start with # in copyir, not //"
 HINT_AT = "copyir writes a view without .at: x[0:8], not x.at[0:8]"
 HINT_DS = (
@@ -572,6 +587,10 @@ PALLAS_CALL_INSIDE = (
     "kernels called directly or inside `jax.jit`"
 )
 PALLAS_NEEDS_JAX = (
-    "copyir's Pallas frontend needs JAX: pip install -e \".[pallas]\" "
+    'copyir\'s Pallas frontend needs JAX: pip install -e ".[pallas]" '
     "(or pip install jax)"
 )
+PALLAS_NO_FILE = "No such Python file: {path}"
+PALLAS_NO_FUNCTION = "{path} has no function {name}"
+PALLAS_USER_ERROR = "{path}: {name} raised {kind}: {message}"
+PALLAS_NO_KERNEL = "{name} calls no pallas_call: there is no kernel to import"

@@ -2,7 +2,10 @@
 
 Kernel parameters are laid out in HBM, and scratch (`alloc`, window buffers
 after expand-windows) in VMEM and SMEM, in program order, each at the next
-address aligned as the target wants. A buffer that does not fit is an error
+address aligned as the target wants; a scope's buffers and semaphores get
+theirs among the rest, once, in program order (every entry into the scope
+reuses them, so a scope in a loop costs its buffers once; two scopes one
+after the other do not share memory). A buffer that does not fit is an error
 naming it, its size, and its space's capacity and free bytes. Semaphores get
 consecutive ids, an array one id per element. The results are attributes:
 `param_addresses` and `target` on the kernel, `address` on each alloc,
@@ -81,7 +84,7 @@ def assign_addresses(kernel: KernelOp, target: Target) -> None:
     kernel.attributes[PARAM_ADDRESSES] = DenseArrayBase.from_list(i64, addresses)
     kernel.attributes[TARGET] = StringAttr(target.name)
     next_sem = 0
-    for op in kernel.body.block.ops:
+    for op in kernel.walk():  # a scope's allocs and semaphores too
         if isinstance(op, AllocOp):
             name = op.result.name_hint or "an alloc"
             try:

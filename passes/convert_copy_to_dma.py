@@ -3,7 +3,12 @@
 Each kernel becomes a `dma.program`: a `dma.buffer` per parameter and per
 scratch buffer and a `dma.semaphore` per named semaphore, all at the top,
 then a `dma.start` or `dma.wait` per DMA, a `dma.invalidate` per
-invalidation and a `dma.compute` per computation, in program order.
+invalidation, a `dma.compute` per computation and a `dma.opaque` per ref
+of an opaque computation (its reads, then its writes), in program order. A
+scope's buffers and semaphores are declared with the rest; the scope
+becomes an invalidation of each of its buffers where it starts and a
+`dma.release` of each buffer and `dma.release_sem` of each semaphore
+where it ends.
 Views disappear here: a DMA end is the root buffer's address plus the view's
 element offset times the element size, the view's shape, and its strides in
 elements, as `copyir.access` folds them (each view once per pass run). A
@@ -81,7 +86,9 @@ from copyir.dialects.copy import (
     IndexOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     RefType,
+    ScopeOp,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
@@ -257,8 +264,14 @@ class _Lowering:
         if isinstance(op, ComputeOp):
             out.append(self.compute(op, context))
             return
+        if isinstance(op, OpaqueOp):
+            out.extend(self.opaque(op, context))
+            return
         if isinstance(op, InvalidateOp):
             out.append(self.invalidate(op, context))
+            return
+        if isinstance(op, ScopeOp):
+            self.scope(op, out, context)
             return
         if isinstance(op, AllocOp):
             address = op.attributes.get(ADDRESS)
@@ -348,6 +361,33 @@ class _Lowering:
             properties["priority"] = i64_attr(op.priority_value)
         return context.instruction(dma.StartOp, properties, op)
 
+    def scope(self, op: ScopeOp, out: list[Operation], context: _Context) -> None:
+        """A scope's buffers and semaphores declared once; where it starts,
+        an invalidation of each buffer (fresh poison on every entry);
+        where it ends, a release of each buffer and semaphore (no DMA
+        still in flight on them, so each semaphore is back at zero for the
+        next entry). All located at the scope, so a loop around it stays a
+        loop."""
+        made = op.allocations()
+        for each in made:
+            self.lower(each, out, context)
+        buffers = [a.result for a in made if isinstance(a, AllocOp)]
+        for buffer in buffers:
+            properties = schema.OWN.make(self.end(buffer, context)) | self.box(buffer)
+            out.append(context.instruction(dma.InvalidateOp, properties, op))
+        for child in op.body.block.ops:
+            if not isinstance(child, AllocOp | SemaphoreOp):
+                self.lower(child, out, context)
+        for buffer in buffers:
+            properties = schema.OWN.make(self.end(buffer, context)) | self.box(buffer)
+            out.append(context.instruction(dma.ReleaseOp, properties, op))
+        for sem in made:
+            if isinstance(sem, SemaphoreOp):
+                first = self.sems[sem.result]
+                for sem_id in range(first, first + sem.count):
+                    properties = {"sem": i64_attr(sem_id)}
+                    out.append(context.instruction(dma.ReleaseSemOp, properties, op))
+
     def invalidate(self, op: InvalidateOp, context: _Context) -> Operation:
         properties = schema.OWN.make(self.end(op.ref, context)) | self.box(op.ref)
         return context.instruction(dma.InvalidateOp, properties, op)
@@ -360,6 +400,22 @@ class _Lowering:
             | schema.COMPUTATION.make(format_prefix(op.expression()), inputs)
         )
         return context.instruction(dma.ComputeOp, properties, op)
+
+    def opaque(self, op: OpaqueOp, context: _Context) -> list[Operation]:
+        """One instruction per ref, the reads first: at one instant, an
+        update in place reads its ref before it writes it."""
+        out = []
+        for writes, values in ((False, op.reads), (True, op.writes)):
+            for value in values:
+                properties = (
+                    {"what": op.what}
+                    | schema.OWN.make(self.end(value, context))
+                    | self.box(value)
+                )
+                if writes:
+                    properties["writes"] = UnitAttr()
+                out.append(context.instruction(dma.OpaqueOp, properties, op))
+        return out
 
     def end(self, value: SSAValue, context: _Context) -> EndAttributes:
         """A DMA end: the root buffer's space, its address plus the view's

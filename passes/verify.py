@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 from copyir import errors, limits
 from copyir.access import Accesses
 from copyir.dialects.copy import (
+    ALLOCATING,
     ELEMENT,
     SQUEEZED,
     AllocOp,
@@ -51,8 +52,10 @@ from copyir.dialects.copy import (
     ForOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     PipelineOp,
     RefType,
+    ScopeOp,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
@@ -65,7 +68,7 @@ from copyir.dialects.copy import (
     describe,
 )
 from copyir.domain import Domain, Loop
-from copyir.errors import CopyIRError, Loc
+from copyir.errors import CopyIRError, Loc, Note
 from copyir.index import Dims, bounds_over, evaluate, row_major_strides, substitute
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
@@ -98,7 +101,20 @@ def verify(module: ModuleOp, target: Target = DEFAULT) -> None:
 
 
 TOP_LEVEL = (AllocOp, SemaphoreOp, BufferedRefOp)
-"""Ops that make buffers and semaphores: once per kernel, not per iteration."""
+"""Ops that make buffers and semaphores: once per kernel, not per iteration
+(an alloc or a semaphore directly in a scope: once per entry)."""
+
+
+def _misplaced(op: CopyOp) -> bool:
+    """Whether an op that makes a buffer or a semaphore is where it may not
+    be: only a kernel's body, or for an alloc or a semaphore a scope's,
+    holds one."""
+    parent = op.parent_op()
+    if isinstance(parent, KernelOp):
+        return False
+    return not (
+        isinstance(parent, ALLOCATING) and isinstance(op, AllocOp | SemaphoreOp)
+    )
 
 
 def _verify_op(
@@ -117,8 +133,9 @@ def _verify_op(
                 loc_of(op.location),
             )
     try:
-        if (domain.loops or domain.conditions) and isinstance(op, TOP_LEVEL):
-            raise CopyIRError(errors.NOT_AT_TOP_LEVEL.format(op=op.name))
+        if isinstance(op, TOP_LEVEL) and _misplaced(op):
+            notes = () if isinstance(op, BufferedRefOp) else (Note(errors.HINT_SCOPE),)
+            raise CopyIRError(errors.NOT_AT_TOP_LEVEL.format(op=op.name), notes=notes)
         op.verify_all()
         if _plain(type(op)):  # no accesses, instructions, loops or buffers
             if domain.loops:
@@ -175,12 +192,14 @@ _KINDS = (
     AsyncDmaOp,
     InvalidateOp,
     ComputeOp,
+    OpaqueOp,
     BufferedCopyOp,
     ForOp,
     PipelineOp,
     KernelOp,
     AllocOp,
     BufferedRefOp,
+    ScopeOp,
 )
 """The ops whose kind `_check_kind` (the budget, the capacity, the checks
 through views) has something to do for."""
@@ -256,6 +275,8 @@ def instructions(op: Operation) -> int:
         return limits.weight(len(op.inputs))
     if isinstance(op, DmaOp | AsyncDmaOp | InvalidateOp):
         return 1
+    if isinstance(op, OpaqueOp):
+        return len(op.operands)  # one instruction per ref
     if isinstance(op, SyncCopyOp):
         return 2 * len(op.srcs)
     if isinstance(op, BufferedCopyOp):
@@ -266,7 +287,16 @@ def instructions(op: Operation) -> int:
         return instruction_count(type, op.block_indices, actions, op.copy_in)
     if isinstance(op, PipelineOp):
         return _pipeline_instructions(op)
+    if isinstance(op, ScopeOp):
+        return scope_instructions(op)
     return 0
+
+
+def scope_instructions(op: ScopeOp) -> int:
+    """A scope's entry and exit: an invalidation and a release per buffer,
+    a release per semaphore (its own ops count themselves)."""
+    made = op.allocations()
+    return sum(2 if isinstance(a, AllocOp) else a.count for a in made)
 
 
 def _pipeline_instructions(op: PipelineOp) -> int:
@@ -373,7 +403,9 @@ def _value_at(value: int | AffineExpr, point: dict[int, int]) -> int:
 
 
 def _check_over_domain(op: Operation, accesses: Accesses, domain: Domain) -> None:
-    if isinstance(op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp | InvalidateOp):
+    if isinstance(
+        op, DmaOp | AsyncCopyOp | SyncCopyOp | ComputeOp | OpaqueOp | InvalidateOp
+    ):
         _check_address_limit(op.operands, accesses, domain)
     if isinstance(op, WindowOp) and isinstance(op.slot_value, SSAValue):
         slot = accesses.index(op.slot_value)

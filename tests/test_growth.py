@@ -271,3 +271,32 @@ def test_the_parallel_claim_is_checked_in_linear_work(grid, body):
         return stats.accesses + stats.candidates
 
     assert_linear(work, 256)
+
+
+def test_the_ends_of_scopes_are_checked_in_linear_work():
+    """A scope in a loop of N steps (a fresh buffer and semaphore each):
+    the search for DMAs in flight where a scope ends makes candidate pairs
+    in proportion to the accesses, each release meeting only its own
+    step's DMAs."""
+    from copyir.backends import overlaps
+    from copyir.backends.interpreter import prepare
+
+    def work(n: int) -> int:
+        text = (
+            f"kernel scoped(x: f32[{8 * n}, 128] @hbm, y: f32[{8 * n}, 128] @hbm) {{\n"
+            f"  for i in range({n}) {{\n    scope {{\n"
+            "      buf = alloc f32[8, 128] @vmem\n      sem = semaphore\n"
+            "      copy_start x[ds(8 * i, 8)] -> buf, sem\n"
+            "      copy_wait x[ds(8 * i, 8)] -> buf, sem\n"
+            "      copy_start buf -> y[ds(8 * i, 8)], sem\n"
+            "      copy_wait buf -> y[ds(8 * i, 8)], sem\n"
+            "    }\n  }\n}\n"
+        )
+        program = prepare(copyir.to_stream(copyir.lower(text)), frozenset({"x"}))
+        stats = overlaps.Stats()
+        assert program.protocol.released_in_flight(stats) is None
+        # Per step: the 2 DMAs' 4 ends and 2 semaphores, 2 releases.
+        assert stats.accesses == 8 * n
+        return stats.accesses + stats.candidates
+
+    assert_linear(work, 256)

@@ -24,7 +24,7 @@ import numpy as np
 
 from copyir import errors
 from copyir.errors import CopyIRError
-from copyir.stream import START, Stream
+from copyir.stream import START, WAIT, Stream
 
 from ..protocol import DmaProtocol, Events
 
@@ -151,6 +151,8 @@ def _on_wait(events: Events) -> list[tuple[int, int]]:
     for event, (kind, sem, amount) in enumerate(zip(kinds, sems, amounts, strict=True)):
         if kind == START:
             pending.setdefault(sem, []).append(event)
+            continue
+        if kind != WAIT:  # a computation, an invalidation, a scope's end
             continue
         stack = pending.get(sem, [])
         have = arrived.get(sem, 0) - consumed.get(sem, 0)

@@ -13,7 +13,9 @@ program allocates): the arrays a run returns are its own, never changed by
 a later run. An input parameter the program never writes
 is read in place (read-only) instead of being copied. Bytes nobody ever
 writes hold poison: every byte 0xFF, which is NaN in every float type, -1
-in signed integers, the maximum in unsigned ones and True in bool.
+in signed integers, the maximum in unsigned ones and True in bool; an
+opaque computation writes the same poison (`poison.py` reports an output
+left holding it).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from copyir.compute import Operand, compile_expression
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRWarning, InvocationError
 from copyir.machine import POISON
-from copyir.stream import COMPUTE, Stream
+from copyir.stream import COMPUTE, OPAQUE, Stream
 from copyir.tables import small_groups
 from copyir.validate import ResolvedEnds, Validated
 
@@ -38,6 +40,7 @@ from .. import coverage
 from .completion import CompletionModel, completion_model
 from .inputs import as_input, check_inputs
 from .memory import arena, release_freed_memory
+from .poison import POISON_STEP, opaque_outputs
 from .program import Program, prepare
 
 STEPS_PER_BATCH = 1 << 15
@@ -88,6 +91,7 @@ class Executable:
         validated = program.validated
         del program
         self._plan(validated)
+        self._warn_opaque_outputs()
         release_freed_memory()
         self._views: dict[int, np.ndarray] = {}
         self._bound: list = []
@@ -140,14 +144,45 @@ class Executable:
                 stacklevel=3,
             )
 
+    def _warn_opaque_outputs(self) -> None:
+        """An output left holding an opaque computation's poison is no
+        data: a warning at the opaque computation, as for an output left
+        partly unwritten (see `poison.py`)."""
+        found = opaque_outputs(
+            self.stream, self._steps, self._operands, self._arities, self._stacks
+        )
+        for each in found:
+            buffer = self.stream.buffers[each.buffer]
+            first = np.unravel_index(each.first, buffer.shape) if buffer.shape else ()
+            index = ", ".join(str(int(x)) for x in first)
+            origin = self.stream.origin(each.row)
+            label = self.stream.labels[
+                int(self.stream.instructions["label"][each.row]) - 1
+            ]
+            warnings.warn(
+                CopyIRWarning(
+                    errors.RUN_OPAQUE_OUTPUT.format(
+                        name=buffer.name,
+                        what=label,
+                        count=each.count,
+                        size=int(np.prod(buffer.shape, dtype=np.int64)),
+                        first=f"{buffer.name}[{index}]",
+                    ),
+                    origin.loc,
+                ),
+                stacklevel=3,
+            )
+
     # -- the copies
 
     def _plan(self, validated: Validated) -> None:
         """Each step as (source, offset, destination stack, offset, kind), in
         the order it happens: a DMA's data move at its moment (kind 0 copies,
         1 adds), a computation at its event (kind 2: the source is its
-        function and the offset its operands' stacks and offsets). A stack
-        is one (buffer, shape, strides) of a kind of end."""
+        function and the offset its operands' stacks and offsets), an
+        opaque computation's write at its event (kind 4: the source is the
+        dtype code of its poison and the offset its instruction row). A
+        stack is one (buffer, shape, strides) of a kind of end."""
         self._signatures: list[tuple[int, tuple, tuple]] = []
         index: dict[tuple, int] = {}
         table = self.stream.instructions
@@ -187,15 +222,28 @@ class Executable:
             axis=1,
         )
         self._functions: list = []
+        self._arities: list[int] = []
         self._operands: list[list[tuple[int, int]]] = []
         computes = np.flatnonzero(table["op"][rows] == COMPUTE)
-        if len(computes):
+        poisons = np.flatnonzero((table["op"][rows] == OPAQUE) & table["writes"][rows])
+        if len(computes) or len(poisons):
             steps = self._compute_steps(validated, computes, stacks_of, dst_stack)
+            at = np.searchsorted(dst.events, poisons)
+            poisoned = np.stack(
+                [
+                    np.full(len(poisons), POISON_STEP, np.int64),
+                    table["dtype"][rows[poisons]].astype(np.int64),
+                    rows[poisons],
+                    dst_stack[at] if len(at) else at,
+                    dst.offset[at],
+                ],
+                axis=1,
+            )
             # Computations run at their event, moves after the event they
             # follow.
-            key = np.concatenate([computes * 2, self._moments * 2 + 1])
+            key = np.concatenate([computes * 2, poisons * 2, self._moments * 2 + 1])
             order = np.argsort(key, kind="stable")
-            moves = np.concatenate([steps, moves])[order]
+            moves = np.concatenate([steps, poisoned, moves])[order]
         self._steps = self._contiguous_copies(moves)
 
     def _contiguous_copies(self, steps: np.ndarray) -> np.ndarray:
@@ -260,6 +308,7 @@ class Executable:
             function[n] = len(self._functions)
             dtype = DTYPES[int(table["dtype"][validated.trace.row[computes[j]]])].numpy
             self._functions.append(compile_expression(expression, dtype))
+            self._arities.append(len(specs[n - 1].operands))
         steps = np.zeros((len(computes), 5), np.int64)
         steps[:, 3:] = dst
         copy = copied[number] >= 0
@@ -360,7 +409,7 @@ class Executable:
         """
         copyto, add_to = np.copyto, np.add
         stacks, functions, operands = self._bound, self._functions, self._operands
-        memory = self._memory
+        memory, poisons = self._memory, _POISONS
         for first in range(0, len(self._steps), STEPS_PER_BATCH):
             columns = self._steps[first : first + STEPS_PER_BATCH].T.tolist()
             for kind, a, b, c, d, n in zip(*columns, strict=True):
@@ -371,9 +420,16 @@ class Executable:
                 elif kind == 1:
                     target = stacks[c][d]
                     add_to(target, stacks[a][b], out=target)
+                elif kind == POISON_STEP:
+                    copyto(stacks[c][d], poisons[a])
                 else:
                     args = [stacks[stack][offset] for stack, offset in operands[b]]
                     copyto(stacks[c][d], functions[a](args))
+
+
+_POISONS = [np.full(d.itemsize, POISON, np.uint8).view(d.numpy) for d in DTYPES]
+"""Per dtype code, the element every byte of which is poison (copied as
+is: a NaN keeps its bits)."""
 
 
 def _run_length(shape: tuple, strides: tuple) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from copyir.expand import Trace
-from copyir.stream import COMPUTE, INVALIDATE, Stream
+from copyir.stream import COMPUTE, INVALIDATE, OPAQUE, RELEASE, RELEASE_SEM, Stream
 from copyir.validate import ResolvedEnds, Validated, validate_stream
 
 from .. import parallel, protocol
@@ -31,6 +31,7 @@ class Program:
     ends: protocol.BoxAccesses
     memory: protocol.Memory
     namer: Namer
+    releases: protocol.Releases
 
     @property
     def trace(self) -> Trace:
@@ -40,7 +41,9 @@ class Program:
     def protocol(self) -> protocol.DmaProtocol:
         """The protocol's answers for this program (in flight, finished,
         conflicts), each computed once."""
-        return protocol.DmaProtocol(self.events, self.ends, self.memory, self.namer)
+        return protocol.DmaProtocol(
+            self.events, self.ends, self.memory, self.namer, self.releases
+        )
 
     def check(self, claims: bool = True) -> protocol.Verdict:
         """Decide the protocol; with `claims`, the parallel loops' claims
@@ -76,7 +79,8 @@ def prepare(
     op = table["op"][trace.row].astype(np.int64)
     events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
     add = table["add"][trace.row[validated.src.events]].astype(bool)
-    ends = _protocol_ends(validated, op, add)
+    writes = table["writes"][trace.row[validated.dst.events]].astype(bool)
+    ends = _protocol_ends(validated, op, add, writes)
     layout = validated.layout
     memory = protocol.Memory(
         layout.shapes,
@@ -84,8 +88,10 @@ def prepare(
         np.array([b.param and b.name in provided for b in stream.buffers], bool),
         np.array([b.param for b in stream.buffers], bool),
     )
+    releases = _releases(validated, op, len(stream.buffers))
     validated = _without_boxes(validated)
-    return Program(validated, events, ends, memory, Namer(stream, validated.trace))
+    namer = Namer(stream, validated.trace)
+    return Program(validated, events, ends, memory, namer, releases)
 
 
 def check_stream(
@@ -100,18 +106,25 @@ def check_stream(
     return prepare(stream, frozenset(provided)).check()
 
 
-def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
+def _protocol_ends(
+    validated: Validated, op: np.ndarray, add: np.ndarray, writes: np.ndarray
+):
     """The protocol's rows, filled in place (no part tables): two per DMA,
     its source then its destination (read too when the DMA adds); then
-    each computation's operands (read), the computations' destinations
-    (written) and the invalidations' boxes (made unwritten), all instant."""
+    each computation's operands (read), the boxes opaque computations read,
+    the computations' destinations and the boxes opaque computations write
+    (written), and the invalidations' boxes (made unwritten), all instant.
+    `writes` says, per destination, whether an opaque one is written."""
     src, dst = validated.src, validated.dst
     count = len(src.events)
     pieces: list[tuple[ResolvedEnds, slice | np.ndarray, bool, bool]] = [
         (operand, slice(None), False, False) for operand in validated.operands
     ]
+    opaque = op[dst.events] == OPAQUE
+    pieces.append((dst, np.flatnonzero(opaque & ~writes), False, False))
     for kind, invalidate in ((COMPUTE, False), (INVALIDATE, True)):
         pieces.append((dst, np.flatnonzero(op[dst.events] == kind), True, invalidate))
+    pieces.append((dst, np.flatnonzero(opaque & writes), True, False))
     sizes = [len(access.events[at]) for access, at, _, _ in pieces]
     total = 2 * count + sum(sizes)
     rank = src.lo.shape[1]
@@ -152,6 +165,23 @@ def _protocol_ends(validated: Validated, op: np.ndarray, add: np.ndarray):
         ends.instant[rows], ends.invalidate[rows] = True, invalidate
         first += size
     return ends
+
+
+def _releases(validated: Validated, op: np.ndarray, buffers: int):
+    """The ends of scopes, in program order: each released box of a
+    buffer, and each released semaphore as resource `buffers + sem`."""
+    dst, sem = validated.dst, validated.trace.sem
+    boxes = np.flatnonzero(op[dst.events] == RELEASE)
+    sems = np.flatnonzero(op == RELEASE_SEM)
+    rank = dst.lo.shape[1]
+    event = np.concatenate([dst.events[boxes], sems])
+    order = np.argsort(event, kind="stable")
+    return protocol.Releases(
+        event[order],
+        np.concatenate([dst.buffer[boxes], buffers + sem[sems]])[order],
+        np.concatenate([dst.lo[boxes], np.zeros((len(sems), rank), np.int64)])[order],
+        np.concatenate([dst.hi[boxes], np.ones((len(sems), rank), np.int64)])[order],
+    )
 
 
 def _without_boxes(validated: Validated) -> Validated:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from copyir.stream import COMPUTE, START, WAIT, Stream
+from xdsl.dialects.builtin import StringAttr
+
+from copyir.stream import COMPUTE, INVALIDATE, OPAQUE, RELEASE, START, WAIT, Stream
 from copyir.validate import ResolvedEnds, validate_stream
 
 from .naming import Namer
@@ -11,7 +13,9 @@ from .naming import Namer
 def trace_lines(stream: Stream) -> list[str]:
     """Every event of a stream in program order, one line each, as a user
     reads a schedule: `i = 1: start x[8:16, 0:128] -> buf[0:1, 0:8, 0:128]
-    on sems[0]`, `wait sems[1] 4096`, `compute ...`, `invalidate ...`."""
+    on sems[0]`, `wait sems[1] 4096`, `compute ...`, `invalidate ...`,
+    `opaque "exp" reads ...`,
+    `release buf[0:8, 0:128]`, `release sem` (a scope's end)."""
     validated = validate_stream(stream)
     trace = validated.trace
     namer = Namer(stream, trace)
@@ -35,8 +39,16 @@ def trace_lines(stream: Stream) -> list[str]:
             text = f"wait {sem} {int(table['bytes'][row])}"
         elif op == COMPUTE:
             text = f"compute {box(dst, dst_at[event])}"
-        else:
+        elif op == OPAQUE:
+            what = stream.labels[int(table["label"][row]) - 1]
+            access = "writes" if table["writes"][row] else "reads"
+            text = f"opaque {StringAttr(what)} {access} {box(dst, dst_at[event])}"
+        elif op == INVALIDATE:
             text = f"invalidate {box(dst, dst_at[event])}"
+        elif op == RELEASE:
+            text = f"release {box(dst, dst_at[event])}"
+        else:
+            text = f"release {sem}"
         iteration = trace.iteration(stream, event)
         lines.append(f"{iteration}: {text}" if iteration else text)
     return lines

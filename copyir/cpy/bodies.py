@@ -1,5 +1,5 @@
-"""`.cpy` statements with a body: `for`, `when` and `pipeline`, and a
-pipeline's header (its options, window specs and index maps)."""
+"""`.cpy` statements with a body: `for`, `when`, `pipeline` and `scope`,
+and a pipeline's header (its options, window specs and index maps)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from copyir.dialects.copy import (
     ForOp,
     PipelineOp,
     PipelineSpecAttr,
+    ScopeOp,
     WhenOp,
     describe,
     expect_ref,
@@ -73,7 +74,8 @@ class _MapScope:
 
 
 class BodyBuilder(OptionReader):
-    """Loops, conditions and pipelines: each opens a scope for its body."""
+    """Loops, conditions, pipelines and scopes: each opens a scope of names
+    for its body."""
 
     def for_stmt(self, tree: Tree) -> None:
         """`for i in range(8)`, `for i in range(a, b)`, `for i, j in grid(8,
@@ -297,6 +299,16 @@ class BodyBuilder(OptionReader):
         properties = {"condition": ArrayAttr([AffineSetAttr(s) for s in sets])}
         self.emit(WhenOp, dims, (), properties, [Region(block)])
         outer = self.open_scope("when", when_token, block)
+        self.statements(body)
+        self.close_scope(outer)
+
+    def scope_stmt(self, tree: Tree) -> None:
+        """`scope { ... }`: a copy.scope; the allocs and semaphores of its
+        body are made afresh on every entry, and its names end with it."""
+        token, _, body = children(tree)
+        block = Block()
+        self.emit(ScopeOp, regions=[Region(block)])
+        outer = self.open_scope("scope", token, block)
         self.statements(body)
         self.close_scope(outer)
 

@@ -1,13 +1,15 @@
 """`.cpy` statements that define a name (`x = alloc ...`, `w = window
-...`, an index value) or compute into a ref (`x[...] = expr`, `acc += x`)."""
+...`, an index value) or compute into a ref (`x[...] = expr`, `acc += x`,
+`opaque "exp" (x) -> (y)`)."""
 
 from __future__ import annotations
 
 from lark import Tree
-from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, i64
 from xdsl.ir import SSAValue
 
 from copyir import errors
+from copyir.attributes import segment_sizes
 from copyir.compute import Apply, Operand
 from copyir.cpy.expressions import (
     Affine,
@@ -19,7 +21,7 @@ from copyir.cpy.expressions import (
 from copyir.cpy.keywords import AUGMENTED
 from copyir.cpy.operands import affine_map
 from copyir.cpy.options import OptionReader
-from copyir.cpy.scope import INDEX, children
+from copyir.cpy.scope import INDEX, children, unquote
 from copyir.dialects.copy import (
     DESCRIPTOR,
     AllocOp,
@@ -28,6 +30,7 @@ from copyir.dialects.copy import (
     BufferedRefType,
     ComputeOp,
     IndexOp,
+    OpaqueOp,
     RefType,
     SemaphoreArrayType,
     SemaphoreOp,
@@ -144,6 +147,20 @@ class DefinitionBuilder(OptionReader):
             expression = Apply(augmented, (Operand(0), expression))
         body = body_of(expression, element_type(dst), len(inputs), self.location)
         self.emit(ComputeOp, [dst, *inputs], regions=[body])
+
+    def opaque(self, tree: Tree) -> None:
+        """`opaque "exp" (x, s) -> (y)`: the refs it reads, then the refs it
+        writes, each as written (views allowed)."""
+        _, what, reads, writes, _ = children(tree)
+        sides = [
+            [self.operand(ref) for ref in children(side) if ref is not None]
+            for side in (reads, writes)
+        ]
+        properties = {
+            "what": StringAttr(unquote(what)),
+            "operandSegmentSizes": segment_sizes(tuple(len(s) for s in sides)),
+        }
+        self.emit(OpaqueOp, [*sides[0], *sides[1]], properties=properties)
 
     def window(self, tree: Tree) -> SSAValue:
         """`window bx[s]`: slot s of the BufferedRef's window, as a ref."""

@@ -12,7 +12,9 @@ STATEMENT_WORDS = (
     "for",
     "when",
     "pipeline",
+    "scope",
     "invalidate",
+    "opaque",
 )
 """The words that start a statement."""
 VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy", "window")

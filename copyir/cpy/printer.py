@@ -47,8 +47,10 @@ from copyir.dialects.copy import (
     IndexOp,
     InvalidateOp,
     KernelOp,
+    OpaqueOp,
     PipelineOp,
     RefType,
+    ScopeOp,
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
@@ -129,6 +131,11 @@ class _KernelPrinter:
                 continue
             if isinstance(op, PipelineOp):
                 self.pipeline(op, pad, depth, lines)
+                continue
+            if isinstance(op, ScopeOp):
+                lines.append(f"{pad}scope{self.loc(op.location)} {{")
+                self.block(op.body.block, depth + 1, lines)
+                lines.append(f"{pad}}}")
                 continue
             note = _address_note(op)
             lines.append(f"{pad}{self.statement(op)}{self.loc(op.location)}{note}")
@@ -389,6 +396,12 @@ class _KernelPrinter:
             return f"{self.names[op.result]} = window {self.operand(op.bref)}[{slot}]"
         if isinstance(op, InvalidateOp):
             return f"invalidate {self.operand(op.ref)}"
+        if isinstance(op, OpaqueOp):
+            reads, writes = (
+                ", ".join(self.operand(v) for v in side)
+                for side in (op.reads, op.writes)
+            )
+            return f"opaque {_quoted(op.what.data)} ({reads}) -> ({writes})"
         return f"# {op.name} has no authoring syntax"
 
     def index_expression(self, op: IndexOp) -> str:
@@ -635,8 +648,10 @@ def _block_args(op: Operation) -> list[SSAValue]:
     ]
 
 
-def _quoted(action: str) -> str:
-    escaped = action.replace("\\", "\\\\").replace('"', '\\"')
+def _quoted(text: str) -> str:
+    """A string literal that the parser reads back as `text` (which holds
+    no line break: a literal cannot)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 
 

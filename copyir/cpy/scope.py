@@ -30,7 +30,8 @@ from copyir.locations import loc_of
 
 @dataclass
 class _Scope:
-    """A `for` or `when` body: the names defined in it go when it ends."""
+    """A `for`, `when`, `pipeline` or `scope` body: the names defined in it
+    go when it ends."""
 
     construct: str
     line: int
@@ -291,7 +292,7 @@ def _statement_loc(stmt: Tree) -> Tree | None:
     """A statement's `loc(...)`: its last child, or, for a `for` or `when`,
     the child before its body."""
     children = stmt.children
-    if stmt.data in ("for_stmt", "when_stmt", "pipeline_stmt"):
+    if stmt.data in ("for_stmt", "when_stmt", "pipeline_stmt", "scope_stmt"):
         last = children[-2]
     else:
         last = children[-1] if children else None

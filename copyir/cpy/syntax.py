@@ -41,9 +41,9 @@ class _Postlex(PostLex):
     go one per line.
 
     A `{` opens a body, where newlines end statements, when it ends a
-    statement that starts with `kernel`, `for`, `when` or `pipeline` and is
-    outside any bracket of that statement; any other `{` opens a pytree
-    record.
+    statement that starts with `kernel`, `for`, `when`, `pipeline` or `scope`
+    and is outside any bracket of that statement; any other `{` opens a
+    pytree record.
     """
 
     always_accept = ("_NL",)
@@ -77,7 +77,7 @@ class _Postlex(PostLex):
             yield token
 
 
-_BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN", "PIPELINE"))
+_BODY_HEADS = frozenset(("KERNEL", "FOR", "WHEN", "PIPELINE", "SCOPE"))
 _LAYOUT = frozenset(
     ("_NL", "SEMICOLON", "LPAR", "LSQB", "LBRACE", "RPAR", "RSQB", "RBRACE")
 )

@@ -5,7 +5,8 @@ a `dma.program` holding the kernel's buffers, each at a memory space and a
 byte address (kernel parameters keep their names, shapes and dtypes so a
 program runs on its own), the names of its semaphores (`dma.semaphore`),
 then its instructions in program order: `dma.start`, `dma.wait`,
-`dma.invalidate` and `dma.compute`, inside `dma.loop`s. A start moves a
+`dma.invalidate`, `dma.compute`, `dma.opaque`, `dma.release` and
+`dma.release_sem`, inside `dma.loop`s. A start moves a
 strided box of elements (shape, and strides in elements at each end)
 between two addresses and signals a semaphore by id; a wait lowers a
 semaphore by a byte count. Every instruction is located at its source
@@ -22,7 +23,11 @@ as affine maps of the enclosing loops' indices (d0 the outermost), written
 `or` of affine sets), so that a grid of 200,000 steps is a few instructions,
 not one per step. `dma.invalidate` marks a region unwritten again (scratch
 reused, a window at a block's first visit); `dma.compute` evaluates an
-elementwise expression over boxes of VMEM or SMEM.
+elementwise expression over boxes of VMEM or SMEM; `dma.opaque` is a box
+that an opaque computation reads or writes with poison. A scope of the
+program becomes an invalidation of each of its buffers where it starts, and a
+`dma.release` of each buffer and `dma.release_sem` of each semaphore where
+it ends: no DMA may still be in flight on them there.
 """
 
 from __future__ import annotations
@@ -224,7 +229,49 @@ class ComputeOp(InstructionOp):
     FIELDS: ClassVar = schema.COMPUTE_FIELDS
 
 
-INSTRUCTIONS = (StartOp, WaitOp, InvalidateOp, ComputeOp)
+@instruction
+class OpaqueOp(InstructionOp):
+    """One ref of an opaque computation (`copy.opaque`): a box it reads,
+    or a box it writes with poison.
+
+    `dma.opaque "exp" reads "vmem" 0 [128, 1] f32 [8, 128]`, then
+    `dma.opaque "exp" writes "vmem" 4096 [128, 1] f32 [8, 128]`: the
+    instructions of one opaque computation run at one instant, its reads
+    first; the poison counts as written, and a kernel's output that holds
+    it at the end of a run is reported.
+    """
+
+    name = "dma.opaque"
+    FIELDS: ClassVar = schema.OPAQUE_FIELDS
+
+
+@instruction
+class ReleaseOp(InstructionOp):
+    """The end of a scope's buffer: `dma.release "vmem" 0 [128, 1] f32 [8,
+    128]`. No DMA may still be in flight into or out of the box."""
+
+    name = "dma.release"
+    FIELDS: ClassVar = schema.RELEASE_FIELDS
+
+
+@instruction
+class ReleaseSemOp(InstructionOp):
+    """The end of a scope's semaphore: `dma.release_sem sem 3`. No DMA on it
+    may still be in flight (so it is back at zero)."""
+
+    name = "dma.release_sem"
+    FIELDS: ClassVar = schema.RELEASE_SEM_FIELDS
+
+
+INSTRUCTIONS = (
+    StartOp,
+    WaitOp,
+    InvalidateOp,
+    ComputeOp,
+    OpaqueOp,
+    ReleaseOp,
+    ReleaseSemOp,
+)
 """Per instruction code (`copyir.dma_schema.START` ...), its op."""
 
 Dma = Dialect(
@@ -238,6 +285,9 @@ Dma = Dialect(
         WaitOp,
         InvalidateOp,
         ComputeOp,
+        OpaqueOp,
+        ReleaseOp,
+        ReleaseSemOp,
     ],
     [],
 )

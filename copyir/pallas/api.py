@@ -10,6 +10,7 @@ their inputs, without running more of them than later equations need.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,16 +21,31 @@ from copyir.mlir import gc_paused
 from copyir.names import FreshNames
 from copyir.pallas.calls import ImportedKernel, import_call
 
+Observer = Callable[[ImportedKernel, Any, dict], None]
+"""What sees each kernel's run: the import, its stream, its outputs."""
+
 OnCall = Callable[[Any, list], list]
 """What evaluating a `pallas_call` equation does: its results."""
 
 
-def trace(f: Callable, args: Sequence[Any]):
-    """`f`'s closed jaxpr, its flat arguments and its output tree."""
+@dataclass(frozen=True)
+class Traced:
+    """A traced call `f(*args)`: its closed jaxpr, its flat arguments and
+    its output tree. Tracing runs the user's Python (an exception there is
+    theirs); what follows is copyir's."""
+
+    closed: Any
+    flat: list
+    tree: Any
+
+
+def trace(f: Callable, args: Sequence[Any]) -> Traced:
     import jax
 
     closed, shape = jax.make_jaxpr(f, return_shape=True)(*args)
-    return closed, jax.tree_util.tree_leaves(args), jax.tree_util.tree_structure(shape)
+    return Traced(
+        closed, jax.tree_util.tree_leaves(args), jax.tree_util.tree_structure(shape)
+    )
 
 
 def run(
@@ -38,28 +54,48 @@ def run(
     mode: str = "random",
     seed: int = 0,
     opaque_compute: bool = False,
+    observe: Observer | None = None,
 ) -> Any:
     """`f(*args)` with every `pallas_call` in it run by copyir (in `mode`,
     seeded by `seed`; the kernel's own `interpret=` is ignored), every other
     operation by JAX. A copyir check that fails raises its `CopyIRError`,
-    located at the kernel's Python line."""
+    located at the kernel's Python line. `observe(kernel, stream,
+    outputs)` sees each kernel's run (`copyir check` reports with it)."""
+    traced = trace(f, args)
+    return run_traced(
+        traced, mode=mode, seed=seed, opaque_compute=opaque_compute, observe=observe
+    )
+
+
+def run_traced(
+    traced: Traced,
+    *,
+    mode: str = "random",
+    seed: int = 0,
+    opaque_compute: bool = False,
+    observe: Observer | None = None,
+) -> Any:
+    """`run` of a call traced already."""
     import jax
     import jax.numpy as jnp
 
-    closed, flat, tree = trace(f, args)
     names = FreshNames()
 
     def on_call(eqn, values: list) -> list:
         imported = import_call(eqn, values, names, opaque_compute=opaque_compute)
-        results = run_imported(imported, mode, seed)
+        results = run_imported(imported, mode, seed, observe)
         return [jnp.asarray(results[name]) for name in imported.outputs]
 
-    outs = evaluate(closed.jaxpr, closed.consts, flat, on_call)
-    return jax.tree_util.tree_unflatten(tree, outs)
+    closed = traced.closed
+    outs = evaluate(closed.jaxpr, closed.consts, traced.flat, on_call)
+    return jax.tree_util.tree_unflatten(traced.tree, outs)
 
 
 def run_imported(
-    imported: ImportedKernel, mode: str = "random", seed: int = 0
+    imported: ImportedKernel,
+    mode: str = "random",
+    seed: int = 0,
+    observe: Observer | None = None,
 ) -> dict[str, np.ndarray]:
     """Verify, lower and run one imported kernel on its inputs."""
     from copyir.api import lowered_stream
@@ -67,7 +103,10 @@ def run_imported(
 
     with gc_paused():
         stream = lowered_stream(imported.module, in_place=True)
-    return run_stream(stream, imported.inputs, mode, seed)
+    results = run_stream(stream, imported.inputs, mode, seed)
+    if observe is not None:
+        observe(imported, stream, results)
+    return results
 
 
 def import_kernels(
@@ -76,7 +115,13 @@ def import_kernels(
     """Each `pallas_call` that `f(*args)` makes, as a copy-dialect module
     with the inputs it received. A kernel whose results a later operation
     needs is run by copyir (eagerly) to give them."""
-    closed, flat, _ = trace(f, args)
+    return import_traced(trace(f, args), opaque_compute=opaque_compute)
+
+
+def import_traced(
+    traced: Traced, *, opaque_compute: bool = False
+) -> list[ImportedKernel]:
+    """`import_kernels` of a call traced already."""
     found: list[ImportedKernel] = []
     names = FreshNames()
 
@@ -85,7 +130,8 @@ def import_kernels(
         found.append(imported)
         return [_Later(imported, name) for name in imported.outputs]
 
-    evaluate(closed.jaxpr, closed.consts, flat, on_call)
+    closed = traced.closed
+    evaluate(closed.jaxpr, closed.consts, traced.flat, on_call, results=False)
     return found
 
 
@@ -105,10 +151,16 @@ class _Later:
 
 
 def evaluate(
-    jaxpr, consts: Sequence[Any], args: Sequence[Any], on_call: OnCall
+    jaxpr,
+    consts: Sequence[Any],
+    args: Sequence[Any],
+    on_call: OnCall,
+    *,
+    results: bool = True,
 ) -> list:
     """`jax.core.eval_jaxpr`, with `pallas_call` equations given to
-    `on_call` and calls (`jit`) holding one walked into."""
+    `on_call` and calls (`jit`) holding one walked into; the outputs'
+    values, unless not `results`."""
     env: dict[Any, Any] = {}
 
     def read(var: Any) -> Any:
@@ -135,16 +187,15 @@ def evaluate(
         elif _holds_pallas(eqn):
             raise CopyIRError(errors.PALLAS_CALL_INSIDE.format(primitive=name))
         else:
-            subfuns, params = eqn.primitive.get_bind_params(eqn.params)
-            outs = eqn.primitive.bind(
-                *subfuns, *[read(v) for v in eqn.invars], **params
-            )
+            params = eqn.primitive.get_bind_params(eqn.params)
+            with eqn.ctx.manager:
+                outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **params)
             if not eqn.primitive.multiple_results:
                 outs = [outs]
         for var, value in zip(eqn.outvars, outs, strict=True):
             if type(var).__name__ != "DropVar":
                 env[var] = value
-    return [read(v) for v in jaxpr.outvars]
+    return [read(v) for v in jaxpr.outvars] if results else []
 
 
 def _holds_pallas(eqn) -> bool:

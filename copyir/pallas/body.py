@@ -47,7 +47,7 @@ from copyir.errors import CopyIRError, Loc
 from copyir.index import format_expr
 from copyir.locations import loc_of
 from copyir.names import FreshNames
-from copyir.pallas import jaxpr_source
+from copyir.pallas import jax_compat, jaxpr_source
 from copyir.pallas.symbols import (
     COMPARISONS,
     Condition,
@@ -391,15 +391,18 @@ class BodyImporter:
 
     def dma(self, eqn, args: list[Value]) -> list:
         src, dst, dst_sem, src_sem, device_id = eqn.params["tree"].unflatten(args)
-        if src_sem is not None or device_id is not None:
-            raise self.unsupported("a remote DMA (`device_id`, a source semaphore)")
+        if device_id is not None:
+            raise self.unsupported("a remote DMA (`device_id`)")
+        if src_sem is not None or jax_compat.waits_on_source(eqn.params):
+            raise self.unsupported("a DMA's source semaphore (`src_sem`, `wait_read`)")
+        if dst_sem is None:
+            raise self.unsupported("a DMA without a semaphore")
         action = "start" if eqn.primitive.name == "dma_start" else "wait"
-        options = {}
-        if action == "start":
-            options = {"add": bool(eqn.params.get("add", False))}
-            options["priority"] = int(eqn.params.get("priority", 0))
+        start = action == "start"
+        add = start and bool(eqn.params.get("add", False))
+        priority = int(eqn.params.get("priority", 0)) if start else 0
         src, dst, sem = self.ref(src), self.ref(dst), self.ref(dst_sem)
-        self.emit(DmaOp(action, src, dst, sem, **options))
+        self.emit(DmaOp(action, src, dst, sem, add=add, priority=priority))
         self.wrote(dst)
         return []
 
@@ -409,24 +412,29 @@ class BodyImporter:
         ref, *flat = args
         if not isinstance(ref, SSAValue):
             raise self.unsupported("an index read from memory (scalar prefetch)")
-        (indexer,) = eqn.params["tree"].unflatten(flat) or (None,)
-        view = self.indexed(ref, indexer) if indexer is not None else ref
+        view = self.transformed(ref, eqn.params["tree"].unflatten(flat))
         aval = eqn.outvars[0].aval
         root = self.roots.get(view, view)
         read = Read(view, root, self.writes.get(root, 0))
         return Vector.of_read(read, tuple(aval.shape), _dtype_of(self, aval.dtype))
 
-    def swap(self, eqn, args: list[Value]) -> Vector:
+    def swap(self, eqn, args: list[Value]) -> Vector | list:
         """`ref[...] = value`: one computation (`addupdate`: `+=`)."""
         ref, value, *flat = args
-        (indexer,) = eqn.params["tree"].unflatten(flat) or (None,)
-        view = self.indexed(ref, indexer) if indexer is not None else ref
+        view = self.transformed(ref, eqn.params["tree"].unflatten(flat))
         old = self.get_view(view)
         value = self.as_vector(value, eqn.invars[1].aval)
         if eqn.primitive.name == "addupdate":
             value = Vector.apply("add", (old, value), value.shape, value.dtype)
         self.store(view, value)
         return old if eqn.primitive.name == "swap" else []
+
+    def transformed(self, ref: SSAValue, transforms: Sequence[Any]) -> SSAValue:
+        """The ref under a `get`'s or `swap`'s transforms (`ref.at[a].at[b]`
+        is one indexer per `.at`)."""
+        for transform in transforms:
+            ref = self.indexed(ref, transform)
+        return ref
 
     def get_view(self, view: SSAValue) -> Vector:
         assert isinstance(view.type, RefType)
@@ -444,16 +452,16 @@ class BodyImporter:
                     f"a value read from {describe(read.root)} before a later "
                     "write to it, stored after that write"
                 )
+        opaque = value.opaque_ops()
+        if opaque and not self.opaque_compute:
+            raise self.unsupported(", ".join(f"`{p}`" for p in opaque))
         shape = tuple(view.type.get_shape())
-        for read in value.reads:
+        for read in value.reads if not opaque else ():
             got = tuple(read.view.type.get_shape())  # type: ignore[union-attr]
             if got != shape:
                 raise self.unsupported(
                     f"broadcasting a {list(got)} block into a {list(shape)} ref"
                 )
-        opaque = value.opaque_ops()
-        if opaque and not self.opaque_compute:
-            raise self.unsupported(", ".join(f"`{p}`" for p in opaque))
         if opaque:
             from copyir.dialects.copy import OpaqueOp
 
@@ -525,14 +533,16 @@ class BodyImporter:
         """A scratch ref or semaphore array of the aval's shape, named
         `name` (fresh in the kernel), else `sem` or `scratch`."""
         aval = var.aval
-        space = str(getattr(aval, "memory_space", "")).lower()
+        space = jax_compat.memory_space(aval)
         shape = tuple(aval.shape)
         if "semaphore" in space or "sem" in str(aval.dtype):
             if "dma" not in str(aval.dtype):
                 raise self.unsupported("a regular (non-DMA) semaphore")
             op: Operation = SemaphoreOp(shape, self.names(name or "sem"))
+        elif space not in ("vmem", "smem", "default"):
+            raise self.unsupported(f"scratch in {space} memory")
         else:
-            where = "smem" if "smem" in space else "vmem"
+            where = "smem" if space == "smem" else "vmem"
             op = AllocOp(
                 ref_type(shape, self.element(aval.dtype), where),
                 self.names(name or "scratch"),
@@ -553,19 +563,21 @@ class BodyImporter:
         p = eqn.params
         if p["reverse"]:
             raise self.unsupported("a reversed `scan`")
-        consts = args[: p["num_consts"]]
-        carries = args[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        if len(args) > p["num_consts"] + p["num_carry"]:
+        n_consts, n_carry = jax_compat.scan_counts(p)
+        consts = args[:n_consts]
+        carries = args[n_consts : n_consts + n_carry]
+        if len(args) > n_consts + n_carry:
             raise self.unsupported("a `scan` over arrays")
         jaxpr = p["jaxpr"].jaxpr
-        carry_vars = jaxpr.invars[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        kinds = _carry_kinds(jaxpr, carry_vars, jaxpr.outvars[: p["num_carry"]])
+        carry_vars = jaxpr.invars[n_consts : n_consts + n_carry]
+        kinds = _carry_kinds(jaxpr, carry_vars, jaxpr.outvars[:n_carry])
         return self.loop(p["length"], kinds, carries, p["jaxpr"], [*consts], jaxpr)
 
     def loop(self, length: int, kinds, carries, closed, consts, jaxpr) -> list[Value]:
         for kind, value in zip(kinds, carries, strict=True):
             if kind == "carried" or (kind == "step" and not _is_integer(value)):
-                raise self.unsupported("a loop-carried value")
+                what = "array" if isinstance(value, Vector) else "index"
+                raise self.unsupported(f"a loop-carried {what} value")
         finals = [
             folded(as_expr(v) + length) if k == "step" else v
             for k, v in zip(kinds, carries, strict=True)
@@ -632,10 +644,10 @@ class BodyImporter:
             raise self.unsupported("`cond` on a value that is no index condition")
         if eqn.outvars:
             raise self.unsupported("`cond` with results")
-        for holds, branch in ((which, branches[1]), (None, branches[0])):
+        for holds, branch in ((True, branches[1]), (False, branches[0])):
             if not branch.jaxpr.eqns:
                 continue
-            condition = which if holds is not None else self.condition(lambda: ~which)
+            condition = which if holds else as_condition(self.condition(lambda: ~which))
             if not condition.sets:
                 continue
             sets, dims = local_sets(condition, self.dims)
@@ -645,8 +657,82 @@ class BodyImporter:
             )
         return []
 
+    def emit_pipeline(self, eqn, args: list[Value]) -> list:
+        """`pltpu.emit_pipeline` traced as one equation (with
+        `jax_use_emit_pipeline_primitive`): a `copy.pipeline` over its
+        refs, the body its jaxpr on the windows. Without a core axis
+        Pallas ignores `dimension_semantics` here (its prefetch crosses
+        every dimension), so the pipeline gets none."""
+        from copyir.dialects.copy import PipelineOp
+        from copyir.pallas.blocks import block_spec
+
+        p = eqn.params
+        gm = p["grid_mapping"]
+        if p.get("core_axis") is not None or p.get("core_axis_name") is not None:
+            raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
+        if p.get("tiling") is not None:
+            raise self.unsupported("`emit_pipeline` with `tiling`")
+        operands = jax_compat.pipeline_operands(p, args)
+        if operands.core_id is not None:
+            raise self.unsupported("`emit_pipeline` over cores (`core_axis`)")
+        if operands.run_time_grid or any(d != 0 for d in operands.grid_offsets):
+            raise self.unsupported("`emit_pipeline` with a grid known only at run time")
+        if operands.index_map_consts:
+            raise self.unsupported("`emit_pipeline` index maps that capture values")
+        if operands.allocations is not None:
+            raise self.unsupported("`emit_pipeline` with `allocations`")
+        if p.get("output_wait_read_only"):
+            raise self.unsupported("`emit_pipeline(output_wait_read_only=True)`")
+        if p.get("_explicit_indices"):
+            raise self.unsupported("an `emit_pipeline` body given its indices")
+        body_consts = list(operands.body_consts)
+        refs = [self.ref(r) for r in _leaves(operands.refs)]
+        grid = tuple(gm.grid)
+        specs = [
+            block_spec(self, bm, k >= gm.num_inputs, len(grid))
+            for k, bm in enumerate(gm.block_mappings)
+        ]
+        body_jaxpr = p["body_jaxpr"]
+        names = [self.names(n) for n in _window_names(body_jaxpr, len(refs))]
+        indices = [self.index_name() for _ in grid]
+        pipe = self.emit(
+            PipelineOp(
+                grid,
+                refs,
+                specs,
+                [*names, *indices],
+                no_pipelining=bool(p.get("no_pipelining")),
+            )
+        )
+        windows = list(pipe.regions[0].block.args[: len(refs)])
+        for index in pipe.regions[0].block.args[len(refs) :]:
+            self.dim(index)
+        self.in_block(
+            pipe.regions[0].block,
+            lambda: self.run(body_jaxpr, body_consts, windows),
+        )
+        return []
+
     def semaphore_op(self, eqn, args: list[Value]) -> Any:
         raise self.unsupported(f"`{eqn.primitive.name}` (regular semaphores)")
+
+
+def _leaves(tree: Any) -> list:
+    """The refs of an `args_tree`, in order (tuples and lists of them)."""
+    if isinstance(tree, tuple | list):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
+
+
+def _window_names(jaxpr, count: int) -> list[str]:
+    """The body's argument names, where JAX kept them, else `window`."""
+    from copyir.pallas.calls import identifier
+
+    info = getattr(jaxpr, "debug_info", None)
+    names = list(getattr(info, "arg_names", None) or ())
+    if len(names) != count:
+        return ["window"] * count
+    return [identifier(n) for n in names]
 
 
 def read(env: dict, var: Any) -> Value:
@@ -769,6 +855,7 @@ _HANDLERS: dict[str, Callable[[BodyImporter, Any, list], Any]] = {
     "scan": BodyImporter.scan,
     "while": BodyImporter.while_loop,
     "cond": BodyImporter.cond,
+    "emit_pipeline": BodyImporter.emit_pipeline,
     "semaphore_signal": BodyImporter.semaphore_op,
     "semaphore_wait": BodyImporter.semaphore_op,
     "semaphore_read": BodyImporter.semaphore_op,

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 
 from copyir import pytree
 from copyir.cpy.keywords import FLOAT_WORDS, GRAMMAR_WORDS
@@ -32,21 +31,16 @@ from copyir.dialects.copy import (
     ForOp,
     KernelOp,
     PipelineOp,
-    PipelineSpecAttr,
     SyncCopyOp,
 )
 from copyir.dialects.copy.pipeline import default_index_name
 from copyir.dialects.copy.types import (
-    BLOCKED,
-    ELEMENT,
-    SQUEEZED,
-    BlockDimAttr,
     ref_type,
 )
 from copyir.names import FreshNames
-from copyir.pallas import jaxpr_source
+from copyir.pallas import jax_compat, jaxpr_source
+from copyir.pallas.blocks import block_spec
 from copyir.pallas.body import BodyImporter, element_of, unsupported
-from copyir.pallas.symbols import as_expr
 
 
 @dataclass
@@ -111,6 +105,8 @@ def import_call(
     name = kernel_name(eqn, taken_kernels)
     if params.get("mesh") is not None:
         raise unsupported("a `pallas_call` over a mesh (`pl.core_map`)", None)
+    if getattr(gm, "vmapped_dims", ()):
+        raise unsupported("a `pallas_call` under `jax.vmap`", None)
     grid = tuple(gm.grid)
     if not all(isinstance(g, int) for g in grid):
         raise unsupported("a grid of a size known only at run time", None)
@@ -159,8 +155,8 @@ def import_call(
         importer.emit(SyncCopyOp(pytree.LEAF, [hbm[k]], pytree.LEAF, [smem.results[0]]))
         env_args[k] = smem.results[0]
     for k, var in enumerate(kernel_vars[n_index + n_in + n_out :]):
-        name = names[n_index + n_in + n_out + k]
-        env_args[n_index + n_in + n_out + k] = importer.allocate(var, block, name)
+        scratch = names[n_index + n_in + n_out + k]
+        env_args[n_index + n_in + n_out + k] = importer.allocate(var, block, scratch)
 
     operand_param = [
         *[hbm[n_index + k] for k in range(n_in)],
@@ -175,7 +171,7 @@ def import_call(
     if pipelined:
         run_grid = grid or (1,)
         specs = [
-            _spec(importer, gm.block_mappings[k], k >= n_in, len(grid), n_index)
+            block_spec(importer, gm.block_mappings[k], k >= n_in, len(grid))
             for k in pipelined
         ]
         window_names = [names[n_index + k] for k in pipelined]
@@ -232,9 +228,11 @@ def run_body(
 def _is_blocked(var) -> bool:
     """A kernel argument in VMEM (or the default space) is a block; one in
     `ANY` (HBM) is the whole array."""
-    space = str(getattr(var.aval, "memory_space", None)).lower()
+    space = jax_compat.memory_space(var.aval)
     if "smem" in space:
         raise unsupported("an SMEM `BlockSpec`", None)
+    if space == "host":
+        raise unsupported("a `BlockSpec` in host memory (`pl.HOST`)", None)
     return "any" not in space and "hbm" not in space
 
 
@@ -254,43 +252,3 @@ def _semantics(compiler_params, rank: int) -> list[str] | None:
         return None
     words = [str(getattr(s, "value", s)).lower() for s in found]
     return ["parallel" if "parallel" in w else "arbitrary" for w in words]
-
-
-def _spec(
-    importer: BodyImporter, mapping, output: bool, rank: int, n_index: int
-) -> PipelineSpecAttr:
-    block = [_block_dim(b) for b in mapping.block_shape]
-    if rank:
-        closed = mapping.index_map_jaxpr
-        sub = BodyImporter(Block(), importer.location)
-        dims = [AffineDimExpr(d) for d in range(rank)]
-        sub.dims = [None] * rank  # type: ignore[list-item]  # never emitted
-        prefetch = [_NoMemory()] * (len(closed.jaxpr.invars) - rank)
-        outs = sub.run(closed.jaxpr, list(closed.consts), [*dims, *prefetch])
-        exprs = tuple(as_expr(o) for o in outs)
-        index_map = AffineMap(rank, 0, exprs)
-    else:
-        index_map = AffineMap(1, 0, tuple(AffineConstantExpr(0) for _ in block))
-    mode = getattr(mapping, "pipeline_mode", None)
-    if mode is not None and getattr(mode, "use_lookahead", False):
-        raise unsupported("`pl.Buffered(use_lookahead=True)`", importer.loc())
-    buffers = mode.buffer_count if mode is not None else 2
-    return PipelineSpecAttr("out" if output else "in", block, index_map, buffers)
-
-
-class _NoMemory:
-    """A scalar-prefetch ref given to an index map: reading it is not
-    supported yet."""
-
-
-def _block_dim(dim) -> BlockDimAttr:
-    kind = type(dim).__name__
-    if dim is None or kind == "Squeezed":
-        return BlockDimAttr(SQUEEZED)
-    if kind == "Blocked":
-        return BlockDimAttr(BLOCKED, dim.block_size)
-    if kind == "Element" and tuple(getattr(dim, "padding", (0, 0))) == (0, 0):
-        return BlockDimAttr(ELEMENT, dim.block_size)
-    if isinstance(dim, int):
-        return BlockDimAttr(BLOCKED, dim)
-    raise unsupported(f"the block dimension `{dim}`", None)

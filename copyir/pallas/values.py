@@ -61,14 +61,18 @@ class Vector:
         return Vector(shape, dtype, op=op, args=args, opaque=opaque, reads=tuple(reads))
 
     def opaque_ops(self) -> list[str]:
-        """The primitives with no copyir op, in the order first met."""
+        """The primitives with no copyir op, in the order the kernel
+        applies them (operands before the operation)."""
         found: list[str] = []
-        stack = [self]
+        stack: list[tuple[Vector, bool]] = [(self, False)]
         while stack:
-            node = stack.pop()
-            if node.opaque and node.op not in found:
-                found.append(node.op or "")
-            stack.extend(reversed(node.args))
+            node, expanded = stack.pop()
+            if expanded:
+                if node.opaque and node.op not in found:
+                    found.append(node.op or "")
+                continue
+            stack.append((node, True))
+            stack.extend((arg, False) for arg in reversed(node.args))
         return found
 
     def expression(self, inputs: list[SSAValue]) -> Expression:

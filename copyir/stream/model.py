@@ -89,6 +89,8 @@ class Stream:
     predicates: list[tuple[AffineSet, ...]] = field(default_factory=list)
     """Each an `or` of affine sets over the enclosing loops' indices."""
     computes: list[Compute] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    """What each opaque computation computes (`dma.opaque "exp"`)."""
     source: str | None = None
     """The file the stream was read from, if any."""
     lines: list[Loc | None] | None = None
@@ -152,6 +154,7 @@ class Stream:
             self.maps,
             self.predicates,
             self.computes,
+            self.labels,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -21,8 +21,9 @@ from copyir.errors import CopyIRError, Loc
 from copyir.stream.model import Buffer, CountedLoop, Origin, SemaphoreName, Stream
 
 FORMAT = "copyir-dma"
-FORMAT_VERSION = 3
-"""3: instruction columns laid out by `copyir.dma_schema`."""
+FORMAT_VERSION = 4
+"""3: instruction columns laid out by `copyir.dma_schema`; 4: opaque
+computations (columns `label` and `writes`, the header's `labels`)."""
 
 
 def save_npz(stream: Stream, file) -> None:
@@ -57,6 +58,7 @@ def save_npz(stream: Stream, file) -> None:
             ]
             for c in stream.computes
         ],
+        "labels": stream.labels,
     }
     np.savez_compressed(
         file,
@@ -179,6 +181,7 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
                 )
             )
         computes.append(Compute(_field(expression, str), tuple(parts)))
+    labels = [_field(label, str) for label in _list(meta, "labels", [])]
     names = []
     for entry in _list(meta, "semaphore_names", []):
         if not isinstance(entry, list) or len(entry) != 3:
@@ -197,6 +200,7 @@ def _decode(meta: object, instructions: np.ndarray) -> Stream:
         maps=maps,
         predicates=predicates,
         computes=computes,
+        labels=labels,
     )
 
 

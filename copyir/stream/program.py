@@ -57,7 +57,7 @@ def from_program(
 
 class _TableWriter:
     """Builds a stream's tables from its ops, interning maps, predicates,
-    computations and origins (the `dma_schema.Writer` its fields use)."""
+    computations, labels and origins (the `dma_schema.Writer` its fields use)."""
 
     def __init__(self, written: dict[Operation, Loc | None], lowered: bool = False):
         self.written = written
@@ -65,7 +65,11 @@ class _TableWriter:
         self.loops: list[CountedLoop] = []
         self.instructions: list[tuple[dma.InstructionOp, int]] = []
         self.maps: dict[AffineMap, int] = {}
-        self.interned: dict[str, dict] = {"predicates": {}, "computes": {}}
+        self.interned: dict[str, dict] = {
+            "predicates": {},
+            "computes": {},
+            "labels": {},
+        }
         self.origins: dict[Origin, int] = {}
 
     def bad(self, op: Operation, why: str) -> Exception:
@@ -120,6 +124,7 @@ class _TableWriter:
             maps=list(self.maps),
             predicates=list(self.interned["predicates"]),
             computes=list(self.interned["computes"]),
+            labels=list(self.interned["labels"]),
             lines=lines,
             lowered=self.lowered,
         )

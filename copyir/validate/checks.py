@@ -16,6 +16,7 @@ from copyir.index import bounds
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream import (
     COMPUTE,
+    OPAQUE,
     START,
     WAIT,
     Buffer,
@@ -345,10 +346,23 @@ def _reference_problems(stream: Stream) -> list[tuple[np.ndarray, object]]:
             lambda r: f"compute {compute[r]} of {len(stream.computes)}",
         )
     )
+    label = table["label"].astype(np.int64)
+    problems.append(
+        (
+            ((op == OPAQUE) & ((label < 1) | (label > len(stream.labels))))
+            | ((op != OPAQUE) & (label != 0)),
+            lambda r: f"label {label[r]} of {len(stream.labels)}",
+        )
+    )
     dtype = table["dtype"].astype(np.int64)
     hbm = SPACES.index("hbm")
+    writes = (op == COMPUTE) | ((op == OPAQUE) & table["writes"])
+    problems.append((writes & (table["dst_space"] == hbm), lambda r: errors.HBM_STORE))
     problems.append(
-        ((op == COMPUTE) & (table["dst_space"] == hbm), lambda r: errors.HBM_STORE)
+        (
+            (op == OPAQUE) & ~table["writes"] & (table["dst_space"] == hbm),
+            lambda r: errors.HBM_LOAD,
+        )
     )
     for number, each in enumerate(stream.computes, start=1):
         rows = (op == COMPUTE) & (compute == number)

@@ -60,6 +60,29 @@ def test_on_wait_moves_the_most_recently_started_dma_first():
     assert schedule.completions == [(2, 1), (3, 0), (5, 4), (7, 6)]
 
 
+def test_on_wait_moves_dmas_at_waits_only():
+    """An invalidation and a scope's releases (events with a box's bytes
+    and a semaphore column of 0) are not waits: the DMA on semaphore 0
+    moves inside its own wait, event 4."""
+    schedule = OnWait().schedule(
+        protocol_of(
+            """\
+dma.program "k" target "default" semaphores 2 {
+  dma.buffer "x" "hbm" 0 f32 [8, 128] param
+  dma.buffer "a" "vmem" 0 f32 [8, 128]
+  dma.buffer "b" "vmem" 4096 f32 [8, 128]
+  dma.start "hbm" 0 [128, 1] -> "vmem" 0 [128, 1] f32 [8, 128] sem 0
+  dma.invalidate "vmem" 4096 [128, 1] f32 [8, 128]
+  dma.release "vmem" 4096 [128, 1] f32 [8, 128]
+  dma.release_sem sem 1
+  dma.wait sem 0 bytes 4096
+}
+"""
+        )
+    )
+    assert schedule.completions == [(4, 0)]
+
+
 def test_random_moves_each_dma_inside_its_window_reproducibly():
     protocol = protocol_of(SHARED)
     window = dict(zip(protocol.starts.tolist(), protocol.finish.tolist(), strict=True))

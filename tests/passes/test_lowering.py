@@ -20,6 +20,8 @@ from copyir.errors import CopyIRError
 from copyir.stream import (
     COMPUTE,
     INVALIDATE,
+    RELEASE,
+    RELEASE_SEM,
     START,
     WAIT,
     from_program,
@@ -87,6 +89,9 @@ def test_every_instruction_leads_back_to_its_statement(path):
             # (a window copy's, or a pipeline's)
             computation = r"\w+(\[[^\]]*\])*\s*[-+*/]?=|(buffered_copy|pipeline)\b"
             assert re.match(computation, line), line
+            continue
+        if line.startswith("scope"):  # invalidations at its start, releases at its end
+            assert stream.instructions["op"][i] in (INVALIDATE, RELEASE, RELEASE_SEM)
             continue
         dma = (
             r"(copy_start|copy_wait|dma|sync_copy|buffered_copy|pipeline)\b"

@@ -3,7 +3,7 @@
 One module per concern: `types` (types and attributes), `base` (the
 `CopyOp` base, how messages name values, shared checks), `indexing` (mixed
 static/dynamic index lists), `refs` (kernels, allocations, semaphores,
-views), `dmas` (DMAs and descriptors), `windows` (BufferedRefs and their
+scopes, views), `dmas` (DMAs and descriptors), `windows` (BufferedRefs and their
 windows), `control` (for, index, when), `compute` and `pipeline`;
 `generic` makes xDSL's generic checks and accessors cheap. The dialect is
 assembled here (its ops given `generic`'s accessors), and every public
@@ -46,6 +46,7 @@ from .control import (
 from .dmas import AsyncCopyOp, AsyncDmaOp, DmaOp, SyncCopyOp, _print_tree_side
 from .generic import fast_accessors, types_as_written
 from .indexing import all_given, check_subscript
+from .opaque import OpaqueOp
 from .pipeline import (
     IN,
     OUT,
@@ -56,9 +57,11 @@ from .pipeline import (
     default_index_name,
 )
 from .refs import (
+    ALLOCATING,
     AllocOp,
     InvalidateOp,
     KernelOp,
+    ScopeOp,
     SemaphoreOp,
     SemIndexOp,
     ViewOp,
@@ -110,9 +113,11 @@ Copy = Dialect(
         AsyncCopyOp,
         AsyncDmaOp,
         ComputeOp,
+        OpaqueOp,
         InvalidateOp,
         PipelineOp,
         WindowOp,
+        ScopeOp,
     ],
     [
         MemorySpaceAttr,
@@ -136,6 +141,7 @@ for _op in Copy.operations:
 
 __all__ = [
     "ACTIONS",
+    "ALLOCATING",
     "ARBITRARY",
     "BLOCKED",
     "BLOCK_KINDS",
@@ -174,9 +180,11 @@ __all__ = [
     "KernelOp",
     "MemorySpace",
     "MemorySpaceAttr",
+    "OpaqueOp",
     "PipelineOp",
     "PipelineSpecAttr",
     "RefType",
+    "ScopeOp",
     "SemIndexOp",
     "SemaphoreArrayType",
     "SemaphoreOp",

@@ -219,6 +219,17 @@ def expect_ref(op: str, role: str, value: SSAValue) -> RefType:
     )
 
 
+def check_store(type: RefType) -> None:
+    """Where a computation, opaque or not, may store: VMEM arrays and SMEM
+    scalars, with Pallas' messages."""
+    if type.space_name == "hbm":
+        raise CopyIRError(errors.HBM_STORE)
+    if type.space_name == "smem" and type.get_shape():
+        raise CopyIRError(errors.SMEM_STORE)
+    if type.space_name == "vmem" and not type.get_shape():
+        raise CopyIRError(errors.VMEM_SCALAR_STORE)
+
+
 def expect_semaphore(op: str, role: str, value: SSAValue) -> None:
     if isinstance(value.type, SemaphoreType):
         return

@@ -28,6 +28,7 @@ from copyir.pytree import MAX_DEPTH
 
 from .base import (
     CopyOp,
+    check_store,
     describe,
     expect_ref,
     print_attributes_and_types,
@@ -132,10 +133,7 @@ class ComputeOp(CopyOp):
                 )
             if type.space_name == "smem" and type.get_shape():
                 raise CopyIRError(errors.SMEM_LOAD)
-        if dst.space_name == "smem" and dst.get_shape():
-            raise CopyIRError(errors.SMEM_STORE)
-        if dst.space_name == "vmem" and not dst.get_shape():
-            raise CopyIRError(errors.VMEM_SCALAR_STORE)
+        check_store(dst)
         self.check_body(dst)
 
     def check_body(self, dst: RefType) -> None:

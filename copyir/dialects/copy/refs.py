@@ -1,5 +1,6 @@
 """Refs and what makes them: kernels and their parameters, scratch
-allocations, semaphores, and views of refs and of semaphore arrays."""
+allocations, semaphores, scopes that allocate them afresh, and views of
+refs and of semaphore arrays."""
 
 from __future__ import annotations
 
@@ -209,9 +210,60 @@ class SemaphoreOp(CopyOp):
             )
 
 
+@irdl_op_definition
+class ScopeOp(CopyOp):
+    """Scratch and semaphores for one entry into a body, as Pallas'
+    `pl.run_scoped`: `copy.scope { %buf = copy.alloc : ... ; ... }`.
+
+    The `copy.alloc` and `copy.semaphore` ops directly in its body are made
+    afresh on every entry (a buffer unwritten, a semaphore at zero) and end
+    with it: leaving it while a DMA on one of them is in flight is an error.
+    SSA dominance keeps their values inside. Builder: `ScopeOp()`, then
+    append to `scope.body.block`.
+    """
+
+    name = "copy.scope"
+
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, body: Region | None = None):
+        super().__init__(regions=[body if body is not None else Region(Block())])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScopeOp:
+        body = parser.parse_region()
+        if not body.blocks:  # `{}`
+            body.add_block(Block())
+        attributes = parser.parse_optional_attr_dict()
+        scope = cls.create(regions=[body])
+        scope.attributes |= attributes
+        return scope
+
+    def print(self, printer: Printer) -> None:
+        """`copy.scope {...}`; an empty one is `copy.scope {}`."""
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_empty_block=False
+        )
+        printer.print_op_attributes(self.attributes)
+
+    def allocations(self) -> list[AllocOp | SemaphoreOp]:
+        """The buffers and semaphores it makes, in program order."""
+        return [
+            op for op in self.body.block.ops if isinstance(op, AllocOp | SemaphoreOp)
+        ]
+
+
+ALLOCATING = (KernelOp, ScopeOp)
+"""The ops whose body may make buffers and semaphores: a kernel once, a
+scope on every entry."""
+
+
 def kernel_level(op: Operation) -> Operation:
-    """The op itself if it is in a kernel's body, else the loop or
-    condition there that holds it: where what it needs once per kernel (a
+    """The op itself if it is in a kernel's body, else the loop, condition
+    or scope there that holds it: where what it needs once per kernel (a
     semaphore, a buffer) goes."""
     while not isinstance(parent := op.parent_op(), KernelOp):
         assert parent is not None, "the op is in a kernel"

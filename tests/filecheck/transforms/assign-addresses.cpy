@@ -30,3 +30,35 @@ kernel layout(x: f32[100] @hbm, y: u8[3] @hbm, z: f32[4, 4] @hbm) {
   # CHECK-NEXT: bz = alloc f32[2, 2, 4] @vmem  # vmem+1024
   bz = buffered_ref z, block=(2, 4), buffers=2
 }
+
+# A scope's buffers and semaphores take theirs among the rest, in program
+# order, once (a scope in a loop reuses them on every entry; two scopes one
+# after the other do not share memory).
+# CHECK-LABEL: kernel scoped(
+# CHECK-NEXT:  # target default: x at hbm+0
+kernel scoped(x: f32[100] @hbm) {
+  # CHECK-NEXT: a = alloc f32[100] @vmem  # vmem+0
+  a = alloc f32[100] @vmem
+  # CHECK-NEXT: for i in range(4) {
+  for i in range(4) {
+    # CHECK-NEXT: scope {
+    scope {
+      # CHECK-NEXT: b = alloc f32[100] @vmem  # vmem+512
+      b = alloc f32[100] @vmem
+      # CHECK-NEXT: s = semaphore  # sem 0
+      s = semaphore
+    # CHECK-NEXT: }
+    }
+  # CHECK-NEXT: }
+  }
+  # CHECK-NEXT: scope {
+  scope {
+    # CHECK-NEXT: c = alloc f32[100] @vmem  # vmem+1024
+    c = alloc f32[100] @vmem
+    # CHECK-NEXT: t = semaphore[2]  # sem 1
+    t = semaphore[2]
+  # CHECK-NEXT: }
+  }
+  # CHECK-NEXT: d = alloc f32[100] @vmem  # vmem+1536
+  d = alloc f32[100] @vmem
+}
