@@ -374,12 +374,13 @@ def evaluate(expr, x, y):
 @settings(max_examples=6, deadline=None)
 @given(
     dtype=st.sampled_from(sorted(DTYPES)),
+    in_place=st.booleans(),
     data_=st.data(),
     seed=st.integers(0, 2**16),
 )
-def test_elementwise_compute(dtype, data_, seed):
+def test_elementwise_compute(dtype, in_place, data_, seed):
     """`o[...] = expr(x[...], y[...])` on VMEM buffers between DMAs, the
-    expression generated; the result must have the kernel's dtype."""
+    expression generated, or in place: `x[...] = expr(x[...], y[...])`."""
     expr = data_.draw(expressions(dtype, 3).filter(reads), label="expr")
 
     def kernel(x_hbm, y_hbm, o_hbm, xb, yb, ob, sems):
@@ -387,8 +388,9 @@ def test_elementwise_compute(dtype, data_, seed):
             c = copy(src, dst, sems.at[k])
             c.start()
             c.wait()
-        ob[...] = evaluate(expr, xb[...], yb[...]).astype(ob.dtype)
-        out = copy(ob, o_hbm, sems.at[0])
+        result = xb if in_place else ob
+        result[...] = evaluate(expr, xb[...], yb[...]).astype(ob.dtype)
+        out = copy(result, o_hbm, sems.at[0])
         out.start()
         out.wait()
 
