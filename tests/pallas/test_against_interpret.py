@@ -406,6 +406,21 @@ def test_elementwise_compute(dtype, in_place, data_, seed):
     assert_agrees(call, x, y)
 
 
+def test_constant_operand_computed_in_the_kernel():
+    """`jnp.divide(0.5, 0.5)` in a bf16 kernel is staged as `div` of two
+    f32 literals, then converted to bf16: a number, not a computation (it
+    was refused as `convert_element_type`, found by the generator above)."""
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = -(x_ref[...] + jnp.divide(0.5, 0.5))
+
+    def call(x, interpret=None):
+        out_shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return pl.pallas_call(kernel, out_shape=out_shape, interpret=interpret)(x)
+
+    assert_agrees(call, data(0, (8, LANES), jnp.bfloat16))
+
+
 # -- (d) grids of BlockSpecs ------------------------------------------------------
 
 INDEX_MAPS = {
