@@ -34,8 +34,10 @@ these classes:
 
 Known-bad kernels (a DMA never waited, a computation writing a buffer that a
 DMA in flight writes, a wrongly slotted prefetch, `add=True` DMAs into memory
-nobody wrote or concurrently) must raise one `CopyIRError` with its documented
-message, located at the offending statement's line in this file.
+nobody wrote or concurrently, an output block revisited, a buffer read after
+a wait that another DMA on its semaphore may have satisfied) must raise one
+`CopyIRError` with its documented message, located at the offending
+statement's line in this file.
 
 An `add=True` DMA is compared with numpy rather than interpret mode: interpret
 mode (jax 0.10.2) drops `add`, its `dma_start` callback is never given it.
@@ -924,3 +926,42 @@ def test_output_block_revisited():
     with pytest.raises(Exception, match="Revisited block") as theirs:
         interpreted(call, x, mode="eager")
     assert str(theirs.value).endswith(message.removeprefix("Revisited block (0, 0)"))
+
+
+def test_wait_on_a_semaphore_two_dmas_share():
+    """Two DMAs of one size signal one semaphore; the first wait returns
+    once either has arrived, so the buffer of the first may still be in
+    flight when the kernel computes on it: a race in copyir. Interpret mode
+    runs the DMAs in the order started and its race detector is silent
+    here: the one verdict in this file where copyir is stricter, as the
+    semaphore, which counts bytes, is."""
+
+    def kernel(x_hbm, o_hbm, buf, sems):
+        a = copy(x_hbm.at[0:8], buf.at[0:8], sems.at[0])
+        a.start()
+        b = copy(x_hbm.at[8:16], buf.at[8:16], sems.at[0])
+        b.start()
+        a.wait()
+        buf[0:8] = buf[0:8] * 2.0
+        b.wait()
+        c = copy(buf, o_hbm, sems.at[1])
+        c.start()
+        c.wait()
+
+    call = dma_call(
+        kernel,
+        jax.ShapeDtypeStruct((16, LANES), jnp.float32),
+        [pltpu.VMEM((16, LANES), jnp.float32), DMA((2,))],
+    )
+    with pytest.raises(CopyIRError) as info:
+        copyir.pallas.run(call, data(0, (16, LANES)))
+    err = info.value
+    start, column = line_of(kernel, "a.start()")
+    assert str(err) == errors.RUN_ACCESS_RACE.format(
+        what="computation",
+        action="writes",
+        region="buf[0:8, 0:128]",
+        other=f"{err.loc.file}:{start}:{column}",
+        their="writes",
+    )
+    assert err.loc.line == line_of(kernel, "buf[0:8] = ")[0]
