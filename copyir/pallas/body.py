@@ -200,10 +200,10 @@ class BodyImporter:
             if name in ("jit", "pjit") and eqn.params.get("name") in _NAMED_JITS:
                 return _NAMED_JITS[eqn.params["name"]](self, eqn, args)
             return self.run_closed(closed, args)
+        if all(_known(a) for a in args) and not _is_array(eqn):
+            return self.evaluate(eqn, args)  # `div 0.5 0.5` is a number
         if name in _VECTOR_OPS or _is_array(eqn):
             return self.vector(eqn, args)
-        if all(_known(a) for a in args):
-            return self.evaluate(eqn, args)
         raise self.unsupported(f"`{name}`")
 
     def run_closed(self, closed, args: Sequence[Value]) -> list[Value]:
