@@ -213,3 +213,28 @@ def test_deeply_nested_when_on_ne_lowers_to_few_condition_sets():
         if "predicate" in op.properties
     ]
     assert sets and max(sets) <= 2 * depth
+
+
+@pytest.mark.parametrize(
+    "index, what",
+    [
+        (lambda i: lax.div(i - 4, 2) + 2, "`div` of index values"),
+        (lambda i: jnp.minimum(i, 7), "`min` of index values"),
+    ],
+)
+def test_an_integer_operation_on_an_index_and_a_constant_is_named(index, what):
+    """`lax.div` truncates (it is not `//`), `min` is not affine: refused,
+    and the message does not call the constant an array."""
+
+    def kernel(x, y, sem):
+        def body(i, c):
+            j = index(i)
+            copy(x.at[pl.ds(j, 1)], y.at[pl.ds(i, 1)], sem)
+            return c
+
+        lax.fori_loop(0, 8, body, 0)
+
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(hbm_call(kernel, [DMA]), X)
+    assert str(caught.value).startswith(f"{what} is not supported yet (")
+    assert caught.value.loc.line == index.__code__.co_firstlineno
