@@ -238,3 +238,43 @@ def test_an_integer_operation_on_an_index_and_a_constant_is_named(index, what):
         import_kernels(hbm_call(kernel, [DMA]), X)
     assert str(caught.value).startswith(f"{what} is not supported yet (")
     assert caught.value.loc.line == index.__code__.co_firstlineno
+
+
+def test_ragged_blocks_and_an_aliased_output_written_in_place():
+    def kernel(x, y):
+        y[...] = x[...] * x[...] + 1
+
+    def make(interp):
+        def f(x):
+            return pl.pallas_call(
+                kernel,
+                out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                grid=(2, 2),
+                in_specs=[pl.BlockSpec((4, 3), lambda i, j: (i, j))],
+                out_specs=pl.BlockSpec((4, 3), lambda i, j: (i, j)),
+                input_output_aliases={0: 0},
+                interpret=interp,
+            )(x)
+
+        return f
+
+    assert_same_as_interpret_mode(
+        make, jnp.arange(7 * 5, dtype=jnp.float32).reshape(7, 5)
+    )
+
+
+def test_two_dmas_writing_one_ref_at_once_are_a_race_pallas_misses():
+    """Both DMAs write the same data, so Pallas' race detection is silent;
+    on a TPU the order of the writes is undefined all the same."""
+
+    def kernel(x, y, sems):
+        first = pltpu.make_async_copy(x, y, sems.at[0])
+        second = pltpu.make_async_copy(x, y, sems.at[1])
+        first.start()
+        second.start()
+        first.wait()
+        second.wait()
+
+    with pytest.raises(copyir.CopyIRError, match=r"^Race: this DMA writes y") as caught:
+        run(hbm_call(kernel, [DMA((2,))]), X, mode="eager")
+    assert caught.value.loc.line == line_of(kernel, "second.start()")
