@@ -494,8 +494,10 @@ class BodyImporter:
                 operands.append(
                     Vector.of_literal(_literal(arg), _dtype_of(self, var.aval.dtype))
                 )
-            else:
+            elif any(isinstance(a, Vector) for a in args):
                 raise self.unsupported(f"`{name}` of an index value and an array")
+            else:
+                raise self.unsupported(f"`{name}` of index values")
         same = all(o.dtype == dtype for o in operands)
         if name in _VECTOR_OPS and same:
             return Vector.apply(
