@@ -31,7 +31,7 @@ assign-addresses first.
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -64,9 +64,16 @@ from xdsl.ir import (
 )
 from xdsl.ir.affine import (
     AffineConstantExpr,
+    AffineConstraintExpr,
+    AffineConstraintKind,
     AffineExpr,
     AffineMap,
     AffineSet,
+)
+from xdsl.ir.affine.affine_expr import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineSymExpr,
 )
 from xdsl.passes import ModulePass
 
@@ -113,6 +120,8 @@ class _Context:
     conditions: tuple[tuple[AffineSet, ...], ...] = field(default=())
     lowers: tuple[int, ...] = ()
     """Each loop's lower bound: a dma.loop counts from 0."""
+    trips: tuple[int, ...] = ()
+    """Each loop's trip count: its dma.loop index is below it."""
 
     def slots(self) -> list[AffineExpr]:
         """Per kernel-wide dimension, its expression over this instruction's
@@ -133,17 +142,30 @@ class _Context:
         return i64_attr(value if isinstance(value, int) else value.value)
 
     def predicate(self) -> Attribute | None:
-        """The conjunction of the conditions, as an `or` of sets."""
+        """The conjunction of the conditions, as an `or` of sets.
+
+        Nested conditions multiply: `when i != 3 { when i != 5 {...} }` is
+        (i < 3 or i > 3) and (i < 5 or i > 5), four conjunctions, and 2**n
+        for n levels. The product is taken one condition at a time, and a
+        conjunction that holds nowhere in the loops' domain is dropped as
+        it is made (`i > 3 and i < 3`), so that the sets stay as many as
+        the regions the conditions cut the domain into. The `or` holds at
+        the same points."""
         if not self.conditions:
             return None
         slots, width = self.slots(), len(self.dims)
-        sets = []
-        for combo in itertools.product(*self.conditions):
-            constraints = tuple(
-                c for s in combo for c in substitute(s, slots, width).constraints
-            )
-            sets.append(AffineSetAttr(AffineSet(width, 0, constraints)))
-        return ArrayAttr(sets)
+        conjunctions: list[tuple] = [()]
+        for condition in self.conditions:
+            options = [substitute(s, slots, width).constraints for s in condition]
+            grown = {
+                a + b: None
+                for a in conjunctions
+                for b in options
+                if possible(a + b, self.trips)
+            }
+            # None can hold: keep one, so that the predicate still says so.
+            conjunctions = list(grown) or [conjunctions[0] + options[0]]
+        return ArrayAttr([AffineSetAttr(AffineSet(width, 0, c)) for c in conjunctions])
 
     def instruction(
         self, kind: type[dma.InstructionOp], properties: dict, op: Operation
@@ -152,6 +174,69 @@ class _Context:
         if (predicate := self.predicate()) is not None:
             properties["predicate"] = predicate
         return kind.create(properties=properties, location=op.location)
+
+
+def possible(constraints: Sequence[AffineConstraintExpr], trips: Sequence[int]) -> bool:
+    """False only where the constraints cannot all hold for loop indices
+    0 <= d_k < trips[k]: each constraint on one index alone (`a * d + c >=
+    0`, `== 0`, `<= 0`) narrows that index's range, and an empty range is a
+    contradiction. Constraints on several indices narrow nothing (so the
+    answer may be True where none holds: the caller only drops what this
+    proves empty)."""
+    ranges = [[0, trip - 1] for trip in trips]
+    for constraint in constraints:
+        expr = constraint.lhs - constraint.rhs  # e >= 0, e == 0, or e <= 0
+        if constraint.kind == AffineConstraintKind.le:
+            expr = -expr
+        linear = _one_index(expr, len(trips))
+        if linear is None:
+            continue
+        dim, a, c = linear
+        equal = constraint.kind == AffineConstraintKind.eq
+        if dim is None:  # a constant
+            if (c != 0) if equal else (c < 0):
+                return False
+            continue
+        bound = ranges[dim]
+        if equal:  # a * d + c == 0
+            if c % a:
+                return False
+            bound[0] = max(bound[0], -c // a)
+            bound[1] = min(bound[1], -c // a)
+        elif a > 0:  # d >= ceil(-c / a)
+            bound[0] = max(bound[0], -(c // a))
+        else:  # d <= floor(c / -a)
+            bound[1] = min(bound[1], c // -a)
+        if bound[0] > bound[1]:
+            return False
+    return True
+
+
+def _one_index(expr: AffineExpr, dims: int) -> tuple[int | None, int, int] | None:
+    """`a * d_k + c` as (k, a, c), a constant as (None, 0, c); None for an
+    expression over several indices or with a division or modulo. Sums and
+    products by constants are linear, so the coefficients are values of
+    the expression at 0 and at each unit vector."""
+    linear = (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul)
+    for node in expr.dfs():
+        if isinstance(node, AffineBinaryOpExpr) and node.kind not in linear:
+            return None
+        if isinstance(node, AffineSymExpr):
+            return None
+    origin = [0] * dims
+    c = expr.eval(origin, [])
+    used = []
+    for k in sorted(expr.used_dims()):
+        unit = origin.copy()
+        unit[k] = 1
+        if a := expr.eval(unit, []) - c:
+            used.append((k, a))
+    if not used:
+        return None, 0, c
+    if len(used) > 1:
+        return None
+    ((k, a),) = used
+    return k, a, c
 
 
 _EXPANDED_BY = {
@@ -254,7 +339,12 @@ class _Lowering:
         if isinstance(op, WhenOp):
             args = [self.accesses.index(a) for a in op.args]
             sets = tuple(substitute(s.data, args) for s in op.condition.data)
-            inner = _Context(context.dims, (*context.conditions, sets), context.lowers)
+            inner = _Context(
+                context.dims,
+                (*context.conditions, sets),
+                context.lowers,
+                context.trips,
+            )
             for child in op.body.block.ops:
                 self.lower(child, out, inner)
             return
@@ -313,8 +403,12 @@ class _Lowering:
         """Nested dma.loops, one per dimension, around the lowered body."""
         dims = tuple(self.accesses.dim(index) for index in op.indices)
         lowers = tuple(lower for lower, _ in op.bounds)
+        trips = tuple(upper - lower for lower, upper in op.bounds)
         inner = _Context(
-            (*context.dims, *dims), context.conditions, (*context.lowers, *lowers)
+            (*context.dims, *dims),
+            context.conditions,
+            (*context.lowers, *lowers),
+            (*context.trips, *trips),
         )
         body: list[Operation] = []
         for child in op.body.block.ops:
