@@ -9,13 +9,12 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from copyir.dialects.copy import PipelineSpecAttr
 from copyir.dialects.copy.pipeline import IN, OUT
 from copyir.dialects.copy.types import BLOCKED, ELEMENT, SQUEEZED, BlockDimAttr
-from copyir.pallas.body import BodyImporter, unsupported
+from copyir.pallas.body import BodyImporter
 from copyir.pallas.symbols import as_expr
+from copyir.pallas.walker import Walker, unsupported
 
 
-def block_spec(
-    importer: BodyImporter, mapping, output: bool, rank: int
-) -> PipelineSpecAttr:
+def block_spec(importer: Walker, mapping, output: bool, rank: int) -> PipelineSpecAttr:
     """A `BlockMapping` as a pipeline operand's spec: block shape, index
     map (its jaxpr walked over the grid's dimensions), buffer count."""
     block = [_block_dim(b) for b in mapping.block_shape]

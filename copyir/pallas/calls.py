@@ -34,13 +34,12 @@ from copyir.dialects.copy import (
     SyncCopyOp,
 )
 from copyir.dialects.copy.pipeline import default_index_name
-from copyir.dialects.copy.types import (
-    ref_type,
-)
+from copyir.dialects.copy.types import ref_type
 from copyir.names import FreshNames
 from copyir.pallas import jax_compat, jaxpr_source
 from copyir.pallas.blocks import block_spec
-from copyir.pallas.body import BodyImporter, element_of, unsupported
+from copyir.pallas.body import BodyImporter
+from copyir.pallas.walker import element_of, unsupported
 
 
 @dataclass
