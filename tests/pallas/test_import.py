@@ -799,3 +799,97 @@ def test_vmap_of_a_kernel_is_not_supported_yet():
     assert str(caught.value) == errors.PALLAS_UNSUPPORTED.format(
         what="a `pallas_call` under `jax.vmap`", where=""
     )
+
+
+def test_add_dmas_squeezed_blocks_and_else_branches():
+    """`add=True` on a start, a `lax.cond` whose two branches both copy
+    (the else under the negated condition), and a squeezed block
+    dimension (`None`), each as the hand-written `.cpy` writes it."""
+
+    def accumulate(x, y, acc, sem):
+        pltpu.sync_copy(x.at[0], acc)
+
+        def body(i, carry):
+            def even():
+                pltpu.make_async_copy(x.at[i], acc, sem).start(priority=0)
+                pltpu.make_async_copy(x.at[i], acc, sem).wait()
+
+            def odd():
+                c = pltpu.make_async_copy(x.at[i], acc, sem)
+                c.start(add=True)
+                c.wait()
+
+            jax.lax.cond(i % 2 == 0, even, odd)
+            return carry
+
+        jax.lax.fori_loop(1, 16, body, 0)
+        pltpu.sync_copy(acc, y.at[0])
+
+    def f():
+        return pl.pallas_call(
+            accumulate,
+            out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+            in_specs=[ANY],
+            out_specs=ANY,
+            scratch_shapes=[pltpu.VMEM((128,), jnp.float32), pltpu.SemaphoreType.DMA],
+        )(X)
+
+    assert imported_text(f) == written(
+        """
+        kernel accumulate(x: f32[16, 128] @hbm, y: f32[16, 128] @hbm) {
+          acc = alloc f32[128] @vmem
+          sem = semaphore
+          scope {
+            sem_1 = semaphore
+            copy_start x[0, :] -> acc, sem_1
+            copy_wait x[0, :] -> acc, sem_1
+          }
+          for i in range(15) {
+            when (i + 1) % 2 == 0 {
+              copy_start x[i + 1, :] -> acc, sem
+              copy_wait x[i + 1, :] -> acc, sem
+            }
+            when (i + 1) % 2 >= 1 or (i + 1) % 2 <= -1 {
+              copy_start x[i + 1, :] -> acc, sem, add
+              copy_wait x[i + 1, :] -> acc, sem
+            }
+          }
+          scope {
+            sem_2 = semaphore
+            copy_start acc -> y[0, :], sem_2
+            copy_wait acc -> y[0, :], sem_2
+          }
+        }
+        """
+    )
+
+    with pytest.warns(copyir.CopyIRWarning, match="written only in part"):
+        out = np.asarray(run(f, mode="on_wait"))  # y's row 0 only
+    rows = np.asarray(X)
+    assert np.array_equal(out[0], rows[14] + rows[15])  # an even step, then add
+
+    def squeezed_rows(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    def g():
+        return pl.pallas_call(
+            squeezed_rows,
+            out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+            grid=(16,),
+            in_specs=[pl.BlockSpec((None, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec((None, 128), lambda i: (15 - i, 0)),
+        )(X)
+
+    assert imported_text(g) == written(
+        """
+        kernel squeezed_rows(x_ref_hbm: f32[16, 128] @hbm, o_ref_hbm: f32[16, 128] @hbm) {
+          pipeline grid=(16,)
+              in  x_ref_hbm block=(None, 128) index=(i) -> (i, 0)
+              out o_ref_hbm block=(None, 128) index=(i) -> (15 - i, 0)
+              (x_ref, o_ref, i) {
+            o_ref[...] = x_ref + 1.0
+          }
+        }
+        """
+    )
+    assert np.array_equal(np.asarray(run(g)), np.asarray(X)[::-1] + 1.0)
