@@ -32,11 +32,7 @@ class Arrays(Refs):
         ref, *flat = args
         if not isinstance(ref, SSAValue):
             raise self.unsupported("an index read from memory (scalar prefetch)")
-        view = self.transformed(ref, eqn.params["tree"].unflatten(flat))
-        aval = eqn.outvars[0].aval
-        root = self.roots.get(view, view)
-        read = Read(view, root, self.writes.get(root, 0))
-        return Vector.of_read(read, tuple(aval.shape), _dtype_of(self, aval.dtype))
+        return self.get_view(self.transformed(ref, eqn.params["tree"].unflatten(flat)))
 
     def swap(self, eqn, args: list[Value]) -> Vector | list:
         """`ref[...] = value`: one computation (`addupdate`: `+=`)."""
@@ -57,6 +53,7 @@ class Arrays(Refs):
         return ref
 
     def get_view(self, view: SSAValue) -> Vector:
+        """`view[...]` as a value, read now: its buffer's write count kept."""
         assert isinstance(view.type, RefType)
         root = self.roots.get(view, view)
         read = Read(view, root, self.writes.get(root, 0))

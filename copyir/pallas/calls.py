@@ -118,12 +118,10 @@ def import_call(
 
     taken = FreshNames()
     params_list: list[tuple[str, Any]] = []
-    param_of_operand: list[int] = []
     operand_avals = [v.aval for v in eqn.invars]
     for k, aval in enumerate(operand_avals):
         base = names[k] + ("_hbm" if k >= n_index and blocked[k - n_index] else "")
         params_list.append((taken(base), _hbm_type(aval)))
-        param_of_operand.append(k)
     output_params: list[int] = []
     for k, aval in enumerate(params["out_avals"]):
         if k in aliases:

@@ -83,18 +83,10 @@ COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "
 """jaxpr's comparison primitives, as the authoring syntax writes them."""
 
 
-def compare(primitive: str, a: Integer, b: Integer) -> bool | Condition:
-    """`a < b` (and the others): a bool where both are known."""
+def compare(primitive: str, a: Integer, b: Integer) -> Condition:
+    """`a < b` (and the others) over index values; comparisons of known
+    integers the importer leaves to JAX."""
     op = COMPARISONS[primitive]
-    if isinstance(a, int) and isinstance(b, int):
-        return {
-            "<": a < b,
-            "<=": a <= b,
-            ">": a > b,
-            ">=": a >= b,
-            "==": a == b,
-            "!=": a != b,
-        }[op]
     lhs, rhs = as_expr(a), as_expr(b)
     return Condition(tuple(tuple(c) for c in comparison(op, lhs, rhs)))
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 
 from copyir import errors
 from copyir.cpy.expressions import in_print_order
@@ -101,8 +101,6 @@ class Walker:
         (expr,), dims = in_print_order([value], self.dims)
         if isinstance(expr, AffineDimExpr):
             return dims[expr.position]
-        from xdsl.ir.affine import AffineMap
-
         return self.emit(IndexOp(AffineMap(len(dims), 0, (expr,)), dims)).results[0]
 
     def text(self, value: Integer) -> str:

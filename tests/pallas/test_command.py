@@ -168,3 +168,17 @@ def test_a_bug_of_copyirs_is_an_internal_error_not_the_users(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["check", "kernel.py", "--call", "main"]) == cli.EXIT_INTERNAL
     assert "internal error: RuntimeError: copyir's own bug" in capsys.readouterr().err
+
+
+def test_a_missing_file_and_a_function_without_kernels_are_named(tmp_path):
+    done = copyir_command("check", "nope.py", "--call", "main", cwd=tmp_path)
+    assert done.returncode == 2
+    message = errors.PALLAS_NO_FILE.format(path="nope.py")
+    assert done.stderr == f"copyir: error: {message}\n"
+    (tmp_path / "plain.py").write_text(
+        "import jax.numpy as jnp\n\ndef main():\n    return jnp.ones(3) * 2\n"
+    )
+    done = copyir_command("import", "plain.py", "--call", "main", cwd=tmp_path)
+    assert done.returncode == 1
+    message = errors.PALLAS_NO_KERNEL.format(name="main")
+    assert done.stderr == f"copyir: error: {message}\n"

@@ -893,3 +893,52 @@ def test_add_dmas_squeezed_blocks_and_else_branches():
         """
     )
     assert np.array_equal(np.asarray(run(g)), np.asarray(X)[::-1] + 1.0)
+
+
+def test_a_condition_past_the_set_limit_is_one_error():
+    """Nine `!=` under one `pl.when` are 512 conjunctions in or-of-ands
+    form, past the 256 a `when` takes."""
+
+    def kernel(x, y, sem):
+        def body(i, carry):
+            test = i != 0
+            for c in range(1, 9):
+                test = test & (i != c)
+
+            @pl.when(test)
+            def _():
+                pltpu.make_async_copy(x.at[pl.ds(i, 1)], y.at[pl.ds(i, 1)], sem).start()
+                pltpu.make_async_copy(x.at[pl.ds(i, 1)], y.at[pl.ds(i, 1)], sem).wait()
+
+            return carry
+
+        jax.lax.fori_loop(0, 16, body, 0)
+
+    f = _vmem_call(kernel, [pltpu.SemaphoreType.DMA])
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f)
+    assert str(caught.value) == errors.PALLAS_CONDITION_TOO_LARGE.format(
+        count=512, limit=256
+    )
+    assert caught.value.loc.line == line_of(kernel, "test = test & (i != c)")
+
+
+def test_a_kernel_inside_a_scan_of_the_caller_is_not_supported_yet():
+    def bump(x, y, buf, sem):
+        pltpu.sync_copy(x, buf)
+        pltpu.sync_copy(buf, y)
+
+    call = pl.pallas_call(
+        bump,
+        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+        in_specs=[ANY],
+        out_specs=ANY,
+        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+    )
+
+    def f(x):
+        return jax.lax.fori_loop(0, 2, lambda i, v: call(v), x)
+
+    with pytest.raises(copyir.CopyIRError) as caught:
+        run(f, X)
+    assert str(caught.value) == errors.PALLAS_CALL_INSIDE.format(primitive="scan")
