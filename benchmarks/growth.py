@@ -611,6 +611,28 @@ def _lower_scope_loop(n: int) -> Stage:
     return lambda: copyir.check_protocol(text)
 
 
+def nested_when_text(n: int) -> str:
+    """N DMAs, each under `when i != c` four deep in a loop of 8: the
+    lowering multiplies the conditions and drops what holds nowhere."""
+    lines = [f"kernel nested(x: f32[{n}, 8, 128] @hbm, y: f32[{n}, 8, 128] @hbm) {{"]
+    lines.append("  s = semaphore")
+    lines.append("  for i in range(8) {")
+    for k in range(n):
+        lines += [f"    {'  ' * c}when i != {c} {{" for c in range(4)]
+        lines.append(f"            copy_start x[{k}, i] -> y[{k}, i], s")
+        lines.append(f"            copy_wait x[{k}, i] -> y[{k}, i], s")
+        lines += [f"    {'  ' * c}}}" for c in reversed(range(4))]
+    return "\n".join([*lines, "  }", "}", ""])
+
+
+@case("lower-nested-when", start=256)
+def _lower_nested_when(n: int) -> Stage:
+    """lower: N DMAs each under four nested `when i != c` (the predicate's
+    product, pruned as it is made)"""
+    module = copyir.parse(nested_when_text(n))
+    return lambda: copyir.lower(module)
+
+
 # --------------------------------------------------------------------------
 # The Pallas frontend
 # --------------------------------------------------------------------------
