@@ -139,9 +139,8 @@ def _inputs_stem(args: argparse.Namespace) -> str:
 
 def check_command(args: argparse.Namespace) -> int:
     from copyir.cli import executed_dmas
-    from copyir.pallas.api import run_traced
-
-    traced = _traced(args)
+    from copyir.pallas.api import execute
+    from copyir.pallas.checking import checking
 
     def report(kernel, stream, outputs) -> None:
         print(
@@ -151,13 +150,10 @@ def check_command(args: argparse.Namespace) -> int:
         for name, value in outputs.items():
             print(f"  {name}: {value.dtype.name}{list(value.shape)}")
 
-    run_traced(
-        traced,
-        mode=args.mode,
-        seed=args.seed,
-        opaque_compute=args.opaque_compute,
-        observe=report,
-    )
+    with checking(
+        args.mode, args.seed, opaque_compute=args.opaque_compute, observe=report
+    ):
+        execute(_traced(args))
     return 0
 
 
