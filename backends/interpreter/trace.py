@@ -1,4 +1,5 @@
-"""A stream's events as a user reads a schedule (`copyir run --trace`)."""
+"""A stream's events as a user reads a schedule (`copyir run --trace`),
+and its DMA starts and waits as data (`copyir check --compare`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,36 @@ def trace_lines(stream: Stream) -> list[str]:
         iteration = trace.iteration(stream, event)
         lines.append(f"{iteration}: {text}" if iteration else text)
     return lines
+
+
+def dma_events(stream: Stream) -> list[tuple]:
+    """The DMA starts and waits of a stream in program order, as the
+    differential harness compares them with Pallas' interpret mode:
+    `("start", ((space, buffer), region), ((space, buffer), region), sem)`
+    and `("wait", sem, bytes)`, a region being (start, stop) per dimension
+    of the buffer, a semaphore its index. The order does not depend on the
+    completion mode: DMAs start and are waited in program order."""
+    validated = validate_stream(stream)
+    trace = validated.trace
+    table = stream.instructions
+    src, dst = validated.src, validated.dst
+    src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
+    dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
+
+    def end(access: ResolvedEnds, k: int) -> tuple:
+        buffer = stream.buffers[int(access.buffer[k])]
+        space = str(getattr(buffer.space, "value", buffer.space))
+        rank = len(buffer.shape)
+        lo, hi = access.lo[k][:rank].tolist(), access.hi[k][:rank].tolist()
+        return (space, buffer.name), tuple(zip(lo, hi, strict=True))
+
+    events: list[tuple] = []
+    for event, row in enumerate(trace.row.tolist()):
+        op = int(table["op"][row])
+        sem = int(trace.sem[event])
+        if op == START:
+            start = end(src, src_at[event]), end(dst, dst_at[event])
+            events.append(("start", *start, sem))
+        elif op == WAIT:
+            events.append(("wait", sem, int(table["bytes"][row])))
+    return events

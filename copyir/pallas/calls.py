@@ -55,6 +55,9 @@ class ImportedKernel:
     outputs: list[str] = field(default_factory=list)
     operands: list[str] = field(default_factory=list)
     """The parameter each of the call's operands is, in order."""
+    grid_copies: bool = False
+    """Whether operands are copied in blocks by the grid (`BlockSpec`s in
+    VMEM): Pallas' interpret mode copies those without DMA events."""
 
     def called_on(self, values: Sequence[Any]) -> ImportedKernel:
         """This kernel (the same module) with `values` as its inputs."""
@@ -221,7 +224,9 @@ def import_call(
 
     operands = [params_list[k][0] for k in range(len(operand_avals))]
     outputs = [params_list[p][0] for p in output_params]
-    imported = ImportedKernel(ModuleOp([kernel]), name, {}, outputs, operands)
+    imported = ImportedKernel(
+        ModuleOp([kernel]), name, {}, outputs, operands, bool(pipelined)
+    )
     return imported if values is None else imported.called_on(values)
 
 
