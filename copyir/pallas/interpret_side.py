@@ -9,7 +9,10 @@ config overrides a kernel's own `interpret=`) with
 Interpret mode has no public event API, so this module reaches into its
 private module `jax._src.pallas.mosaic.interpret.interpret_pallas_call`: it
 replaces the module-level callbacks `dma_start`, `dma_wait` and
-`semaphore_wait` with wrappers, once and for good (`_install`). The
+`semaphore_wait` with wrappers, once and for good (`_install`), and makes
+`pallas_call_p.bind` give the run's params to every kernel, also one whose
+`pl.pallas_call(...)` was built before the run (the forcing config is read
+only there). The
 interpreter looks them up when it lowers a kernel, and jit caches what it
 lowered, so wrappers installed only for the extent of a run could be
 bypassed by an executable lowered before; installed permanently (and with
@@ -47,6 +50,7 @@ import numpy as np
 from jax._src import source_info_util
 from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 from jax._src.pallas.mosaic.interpret import utils as interpret_utils
+from jax._src.pallas.pallas_call import pallas_call_p
 from jax.experimental.pallas import tpu as pltpu
 
 from copyir.pallas import jax_compat
@@ -122,7 +126,7 @@ def run_interpret(
         grid_point_recorder=_record_grid_point,
     )
     with _RUN_LOCK:
-        recording = _Recording(timeout)
+        recording = _Recording(params, timeout)
         printed = io.StringIO()
         outputs: list[np.ndarray] | None = None
         error = ""
@@ -160,7 +164,8 @@ class _Recording:
     """The events, grid points and hang of the run in progress; callbacks
     may come from several threads (one per core)."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, params: Any, timeout: float) -> None:
+        self.params = params
         self.timeout = timeout
         self.lock = threading.Lock()
         self.events: list[Event] = []
@@ -250,8 +255,26 @@ def _install() -> None:
     ipc.dma_start = _recorded_start(ipc.dma_start)
     ipc.dma_wait = _recorded_wait(ipc.dma_wait)
     ipc.semaphore_wait = _guarded_wait(ipc.semaphore_wait, "semaphore wait")
+    pallas_call_p.bind = _forced_bind(pallas_call_p.bind)
     jax.clear_caches()
     _installed = True
+
+
+def _forced_bind(real: Callable[..., Any]) -> Callable[..., Any]:
+    """`pallas_call_p.bind` with the run's params as `interpret`: the forcing
+    config is read when `pl.pallas_call(...)` is called, so a call built
+    before the run (at a module's top) would otherwise keep its own
+    `interpret=` (False, or `True`, the HLO interpreter, which makes no
+    events and finds no races)."""
+
+    @functools.wraps(real)
+    def bind(*args: Any, **params: Any) -> Any:
+        recording = _active
+        if recording is not None:
+            params["interpret"] = recording.params
+        return real(*args, **params)
+
+    return bind
 
 
 def _recorded_start(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -337,7 +360,8 @@ def _buffer(
 def _shape(key: tuple[str, int, int, int]) -> tuple[int, ...] | None:
     shared_memory = ipc._shared_memory
     buffer = None if shared_memory is None else shared_memory.mem.get(key)
-    return None if buffer is None else tuple(buffer.logical_shape)
+    shape = getattr(buffer, "logical_shape", None)
+    return None if shape is None else tuple(shape)
 
 
 def _region(ranges: Sequence[slice | int], shape: tuple[int, ...] | None) -> Region:
