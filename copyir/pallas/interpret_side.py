@@ -81,6 +81,10 @@ class InterpretRun:
     grid_points: list[GridPoint] = field(default_factory=list)
     """The grid points in the order interpret mode ran them (parallel
     dimensions in its random order)."""
+    printed: str = ""
+    """What interpret mode printed (and this run kept off the terminal):
+    races in 0.10, `Semaphore ... has non-zero count ... at kernel exit`
+    for a DMA never waited, ..."""
 
 
 def canonical(events: Iterable[Event]) -> list[Event]:
@@ -137,9 +141,9 @@ def run_interpret(
                     result = f(*args)
                 outputs = [np.asarray(leaf) for leaf in jax.tree.leaves(result)]
             except Exception as e:
-                error = str(e) or type(e).__name__
+                error = _error_text(e)
+        race = jax_compat.interpret_race(ipc.races, printed.getvalue(), error)
         pltpu.reset_tpu_interpret_mode_state()
-    race = jax_compat.interpret_race(ipc.races, printed.getvalue(), error)
     if race:
         verdict, message = "race", race
     elif recording.hang:
@@ -154,7 +158,22 @@ def run_interpret(
         events=canonical(recording.events),
         message=message,
         grid_points=recording.grid_points,
+        printed=printed.getvalue(),
     )
+
+
+def _error_text(error: Exception) -> str:
+    """`Type: message` of the innermost exception. An exception raised in
+    one of interpret mode's callbacks reaches the caller as a
+    `JaxRuntimeError` whose text is the callback's traceback (in 0.10,
+    nested in `Computation failed ... with exception:`); its last exception
+    line, after the last frame, is the error interpret mode found."""
+    text = str(error)
+    lines = text.rstrip().splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith("  File ")]
+    if not frames:
+        return f"{type(error).__name__}: {text}"
+    return "\n".join(line for line in lines[frames[-1] + 1 :] if line[:4] != "    ")
 
 
 # -- recording ---------------------------------------------------------------------
@@ -171,6 +190,19 @@ class _Recording:
         self.events: list[Event] = []
         self.grid_points: list[GridPoint] = []
         self.hang = ""
+        self.kernels: dict[int, tuple[int, object]] = {}
+
+    def kernel(self) -> int:
+        """The index in the run of the `pallas_call` running now: interpret
+        mode makes one shared memory per call, and numbers its buffers and
+        semaphores afresh in each. Each one seen is kept, so that no `id` is
+        reused during the run."""
+        shared_memory = ipc._shared_memory
+        with self.lock:
+            index, _ = self.kernels.setdefault(
+                id(shared_memory), (len(self.kernels), shared_memory)
+            )
+            return index
 
     def add(self, event: Event) -> None:
         with self.lock:
@@ -284,7 +316,8 @@ def _recorded_start(real: Callable[..., Any]) -> Callable[..., Any]:
     def dma_start(*args: Any, **kwargs: Any) -> Any:
         recording = _active
         if recording is not None:
-            recording.add(_start_event(signature.bind(*args, **kwargs).arguments))
+            arguments = signature.bind(*args, **kwargs).arguments
+            recording.add(_start_event(arguments, recording.kernel()))
         return real(*args, **kwargs)
 
     return dma_start
@@ -298,7 +331,8 @@ def _recorded_wait(real: Callable[..., Any]) -> Callable[..., Any]:
         recording = _active
         if recording is not None:
             core = _global_core(int(device_id), int(local_core_id))
-            recording.add(("wait", (int(sem_id), core), int(size)))
+            sem = (recording.kernel(), int(sem_id), core)
+            recording.add(("wait", sem, int(size)))
         return guarded(token, device_id, local_core_id, sem_id, size, **kwargs)
 
     return dma_wait
@@ -317,8 +351,9 @@ def _guarded_wait(real: Callable[..., Any], what: str) -> Callable[..., Any]:
     return wait
 
 
-def _start_event(arguments: dict[str, Any]) -> Event:
-    """A `dma_start` callback's arguments as a raw event."""
+def _start_event(arguments: dict[str, Any], kernel: int) -> Event:
+    """A `dma_start` callback's arguments as a raw event of the run's
+    `kernel`-th `pallas_call`."""
     device = int(arguments["device_id"])
     src_core, dst_core = jax_compat.interpret_dma_cores(arguments)
     dst_device = arguments["dst_device_id"]
@@ -327,34 +362,36 @@ def _start_event(arguments: dict[str, Any]) -> Event:
         arguments["src_memory_space"],
         arguments["src_id"],
         arguments["src_transforms"],
-        device,
-        src_core,
+        (kernel, device, src_core),
     )
     dst = _buffer(
         arguments["dst_memory_space"],
         arguments["dst_id"],
         arguments["dst_transforms"],
-        dst_device,
-        dst_core,
+        (kernel, dst_device, dst_core),
     )
-    sem = (int(arguments["dst_sem_id"]), _global_core(dst_device, dst_core))
+    sem = (kernel, int(arguments["dst_sem_id"]), _global_core(dst_device, dst_core))
     return ("start", src, dst, sem)
 
 
 def _buffer(
-    space_index: Any, buffer_id: Any, transforms: Any, device: int, core: int
+    space_index: Any, buffer_id: Any, transforms: Any, where: tuple[int, int, int]
 ) -> tuple[tuple[str, Hashable], Region | None]:
-    """A DMA operand as `((memory space, identity), region)`: interpret
-    mode's buffer key, and its transforms resolved against the buffer's
-    shape (None where they are not indexers, which interpret mode refuses)."""
+    """A DMA operand as `((memory space, identity), region)`: the identity
+    is the kernel's index in the run and interpret mode's buffer key, and the
+    region its transforms resolved against the buffer's shape (None where
+    they are not indexers, which interpret mode refuses when it runs the
+    DMA). `where` is (kernel, device, local core); HBM is one per device."""
+    kernel, device, core = where
     space = ipc.TPU_MEMORY_SPACE_NAMES[int(space_index)]
     space = "hbm" if space == "any" else space
-    key = (space, int(buffer_id), device, core if space != "hbm" else 0)
+    key = (space, int(buffer_id), device, 0 if space == "hbm" else core)
+    identity = (kernel, *key[1:])
     try:
         ranges = interpret_utils.to_range(jax.tree.map(int, transforms))
     except (AttributeError, TypeError, ValueError):
-        return (space, key[1:]), None
-    return (space, key[1:]), _region(ranges, _shape(key))
+        return (space, identity), None
+    return (space, identity), _region(ranges, _shape(key))
 
 
 def _shape(key: tuple[str, int, int, int]) -> tuple[int, ...] | None:

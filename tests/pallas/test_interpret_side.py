@@ -164,7 +164,7 @@ def test_a_kernel_raising_is_an_error():
     scratch = [pltpu.VMEM((ROWS, LANES), jnp.float32), pltpu.SemaphoreType.DMA(())]
     run = run_interpret(dma_call(kernel, ROWS, scratch), (x16(),), mode="eager")
     assert (run.verdict, run.outputs, run.events) == ("error", None, [])
-    assert "the user's own error" in run.message
+    assert run.message == "ValueError: the user's own error"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -184,7 +184,10 @@ def test_an_out_of_bounds_dma_at_run_time_is_an_error(mode, capfd):
     scratch = [pltpu.VMEM((ROWS, LANES), jnp.float32), pltpu.SemaphoreType.DMA(())]
     run = run_interpret(dma_call(kernel, ROWS, scratch), (x16(),), mode=mode)
     assert (run.verdict, run.outputs) == ("error", None)
-    assert "Out-of-bounds read" in run.message
+    assert run.message == (
+        "IndexError: Out-of-bounds read of (0 0 hbm 100): reading"
+        " [(slice(16, 24, 1), slice(0, 128, 1))] but buffer has shape (16, 128)."
+    )
     assert [e[1][1][0] for e in run.events if e[0] == "start"] == [
         (0, 8),
         (8, 16),
@@ -298,3 +301,37 @@ def test_an_executable_lowered_before_the_wrappers_is_not_reused():
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+
+
+def test_the_buffers_and_semaphores_of_two_calls_are_told_apart():
+    """Interpret mode numbers buffers and semaphores afresh in each
+    `pallas_call`: the second call's are new ones all the same."""
+
+    def twice(x):
+        y = two_dmas(x)
+        return two_dmas(jnp.concatenate([y, y]))
+
+    run = run_interpret(twice, (x16(),), mode="on_wait")
+    assert run.verdict == "ok"
+    rows_0_8, rows_8_16 = ((0, 8), (0, LANES)), ((8, 16), (0, LANES))
+    assert run.events == [
+        *TWO_DMA_EVENTS,
+        ("start", ("hbm3", rows_8_16), ("vmem4", rows_0_8), "s2"),
+        ("wait", "s2", NBYTES),
+        ("start", ("vmem4", rows_0_8), ("hbm5", rows_0_8), "s3"),
+        ("wait", "s3", NBYTES),
+    ]
+    np.testing.assert_array_equal(run.outputs[0], np.asarray(x16())[8:16])
+
+
+def test_a_dma_never_waited_is_ok_and_what_interpret_mode_printed_is_kept(capfd):
+    def kernel(x_hbm, y_hbm, buf, sem):
+        pltpu.make_async_copy(x_hbm.at[0:8], buf, sem).start()
+
+    scratch = [pltpu.VMEM((ROWS, LANES), jnp.float32), pltpu.SemaphoreType.DMA(())]
+    run = run_interpret(dma_call(kernel, ROWS, scratch), (x16(),), mode="eager")
+    assert (run.verdict, run.message) == ("ok", "")
+    rows_0_8 = ((0, 8), (0, LANES))
+    assert run.events == [("start", ("hbm0", rows_0_8), ("vmem1", rows_0_8), "s0")]
+    assert "has non-zero count" in run.printed
+    assert capfd.readouterr() == ("", "")
