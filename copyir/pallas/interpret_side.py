@@ -9,16 +9,16 @@ config overrides a kernel's own `interpret=`) with
 Interpret mode has no public event API, so this module reaches into its
 private module `jax._src.pallas.mosaic.interpret.interpret_pallas_call`: it
 replaces the module-level callbacks `dma_start`, `dma_wait` and
-`semaphore_wait` with wrappers, once and for good (`_install`), and makes
-`pallas_call_p.bind` give the run's params to every kernel, also one whose
-`pl.pallas_call(...)` was built before the run (the forcing config is read
-only there). The
+`semaphore_wait` with wrappers, once and for good (`_install`). The
 interpreter looks them up when it lowers a kernel, and jit caches what it
 lowered, so wrappers installed only for the extent of a run could be
 bypassed by an executable lowered before; installed permanently (and with
 jax's caches cleared at installation), every executable lowered afterwards
 calls them. Outside a run they only call through; during one they record
-into the active `_Recording`.
+into the active `_Recording`. `pallas_call_p.bind` is wrapped alike, to
+give the run's params to every kernel bound during the run: the forcing
+config is read when `pl.pallas_call(...)` is called, so a call built before
+the run would keep its own `interpret=`.
 
 Hangs: interpret mode blocks forever on a wait that nothing can satisfy
 (`Semaphore.wait` in its `shared_memory.py`, which polls every 0.1 s and
@@ -394,26 +394,24 @@ def _buffer(
     return (space, identity), _region(ranges, _shape(key))
 
 
-def _shape(key: tuple[str, int, int, int]) -> tuple[int, ...] | None:
+def _shape(key: tuple[str, int, int, int]) -> tuple[int, ...]:
+    """The shape of interpret mode's buffer `key`, or () where there is no
+    such buffer (its `dma_start` then fails)."""
     shared_memory = ipc._shared_memory
     buffer = None if shared_memory is None else shared_memory.mem.get(key)
-    shape = getattr(buffer, "logical_shape", None)
-    return None if shape is None else tuple(shape)
+    return tuple(getattr(buffer, "logical_shape", ()))
 
 
-def _region(ranges: Sequence[slice | int], shape: tuple[int, ...] | None) -> Region:
-    """(start, stop) per dimension: an integer index is one row, a
-    dimension the indexers leave out is whole (strides are dropped)."""
-    region: list[tuple[int, int]] = []
-    for dim in range(max(len(ranges), len(shape or ()))):
-        r = ranges[dim] if dim < len(ranges) else slice(None)
-        size = shape[dim] if shape is not None and dim < len(shape) else None
-        if isinstance(r, int):
-            region.append((r, r + 1))
-        else:
-            stop = r.stop if r.stop is not None else size
-            region.append((r.start or 0, -1 if stop is None else stop))
-    return tuple(region)
+def _region(ranges: Sequence[slice | int], shape: tuple[int, ...]) -> Region:
+    """(start, stop) per dimension of the buffer, from interpret mode's
+    `to_range` (explicit slices and integers, for the leading dimensions):
+    an integer index is one row, a dimension it leaves out is whole.
+    Strides are dropped."""
+    whole = [slice(0, size) for size in shape[len(ranges) :]]
+    return tuple(
+        (r, r + 1) if isinstance(r, int) else (r.start, r.stop)
+        for r in (*ranges, *whole)
+    )
 
 
 def _global_core(device: int, core: int) -> int:
