@@ -3,9 +3,20 @@ and its DMA starts and waits as data (`copyir check --compare`)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from xdsl.dialects.builtin import StringAttr
 
-from copyir.stream import COMPUTE, INVALIDATE, OPAQUE, RELEASE, START, WAIT, Stream
+from copyir.stream import (
+    COMPUTE,
+    INVALIDATE,
+    OPAQUE,
+    RELEASE,
+    RELEASE_SEM,
+    START,
+    WAIT,
+    Stream,
+)
 from copyir.validate import ResolvedEnds, validate_stream
 
 from .naming import Namer
@@ -60,8 +71,11 @@ def dma_events(stream: Stream) -> list[tuple]:
     differential harness compares them with Pallas' interpret mode:
     `("start", ((space, buffer), region), ((space, buffer), region), sem)`
     and `("wait", sem, bytes)`, a region being (start, stop) per dimension
-    of the buffer, a semaphore its index. The order does not depend on the
-    completion mode: DMAs start and are waited in program order."""
+    of the buffer, a semaphore its index. A scope's buffers and semaphores
+    are new ones at each entry, as Pallas allocates them afresh: a buffer
+    or semaphore released is `(name, n)` after its n-th release. The order
+    does not depend on the completion mode: DMAs start and are waited in
+    program order."""
     validated = validate_stream(stream)
     trace = validated.trace
     table = stream.instructions
@@ -69,20 +83,33 @@ def dma_events(stream: Stream) -> list[tuple]:
     src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
     dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
 
+    released = Counter()
+
     def end(access: ResolvedEnds, k: int) -> tuple:
-        buffer = stream.buffers[int(access.buffer[k])]
+        index = int(access.buffer[k])
+        buffer = stream.buffers[index]
         space = str(getattr(buffer.space, "value", buffer.space))
         rank = len(buffer.shape)
         lo, hi = access.lo[k][:rank].tolist(), access.hi[k][:rank].tolist()
-        return (space, buffer.name), tuple(zip(lo, hi, strict=True))
+        named = (space, _renewed(buffer.name, released[("buffer", index)]))
+        return named, tuple(zip(lo, hi, strict=True))
 
     events: list[tuple] = []
     for event, row in enumerate(trace.row.tolist()):
         op = int(table["op"][row])
         sem = int(trace.sem[event])
+        named_sem = _renewed(sem, released[("sem", sem)])
         if op == START:
             start = end(src, src_at[event]), end(dst, dst_at[event])
-            events.append(("start", *start, sem))
+            events.append(("start", *start, named_sem))
         elif op == WAIT:
-            events.append(("wait", sem, int(table["bytes"][row])))
+            events.append(("wait", named_sem, int(table["bytes"][row])))
+        elif op == RELEASE:
+            released[("buffer", int(dst.buffer[dst_at[event]]))] += 1
+        elif op == RELEASE_SEM:
+            released[("sem", sem)] += 1
     return events
+
+
+def _renewed(name: str | int, releases: int) -> str | int | tuple:
+    return (name, releases) if releases else name
