@@ -119,8 +119,10 @@ def run_interpret(
     f: Callable[..., Any], args: Sequence[Any], *, mode: str, timeout: float = 10.0
 ) -> InterpretRun:
     """`f(*args)` with every `pallas_call` in Pallas' TPU interpret mode
-    (`mode` is `eager` or `on_wait`), printing nothing; a wait blocked for
-    `timeout` seconds ends the run as a hang."""
+    (`mode` is `eager` or `on_wait`), printing nothing. A wait blocked for
+    `timeout` seconds ends the run as a hang: the run returns at most
+    `timeout` (and interpret mode's 0.1 s poll) after the hanging wait
+    began. Runs are serialised: interpret mode's state is global."""
     if mode not in ("eager", "on_wait"):
         raise ValueError(f"mode must be 'eager' or 'on_wait', not {mode!r}")
     _install()
