@@ -1,7 +1,7 @@
 """`checking()`: every `pallas_call` run by copyir, eagerly or in `jax.jit`.
 
-Inside the context each `pallas_call` lowers (through `hook.routed`) to
-one ordered `io_callback`. Its kernel is imported, verified and lowered to
+Inside the context (`hook.forced`) each `pallas_call` lowers to one
+ordered `io_callback`. Its kernel is imported, verified and lowered to
 a DMA stream when JAX lowers the call, so static errors (an unsupported
 construct, a window out of bounds) are raised there, as Python exceptions
 at the user's call. The callback runs the stream on the operands it
@@ -26,7 +26,7 @@ from copyir.machine import MODES
 from copyir.mlir import gc_paused
 from copyir.names import FreshNames
 from copyir.pallas.calls import ImportedKernel, import_call
-from copyir.pallas.hook import Routed, routed
+from copyir.pallas.hook import Routed, forced
 
 Observer = Callable[[ImportedKernel, Any, dict], None]
 """What sees each kernel's run: the import, its stream, its outputs."""
@@ -74,7 +74,7 @@ class CopyIR(Routed):
             stream = lowered_stream(imported.module, in_place=True)
         shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in params["out_avals"]]
         run = _Run(imported, stream, self.mode, self.seed)
-        return io_callback(run, shapes, *operands, ordered=self.ordered)
+        return io_callback(run, shapes, *operands, ordered=True)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -120,7 +120,7 @@ def checking(
     session = _Session(observe)
     _sessions.append(session)
     try:
-        with routed(CopyIR(mode=mode, seed=seed, opaque_compute=opaque_compute)):
+        with forced(CopyIR(mode=mode, seed=seed, opaque_compute=opaque_compute)):
             yield
     except Exception as exc:
         original = failure_behind(exc, session)

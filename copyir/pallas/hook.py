@@ -1,36 +1,36 @@
-"""Where copyir takes a `pallas_call` from Pallas' TPU interpret mode.
+"""Where copyir takes a `pallas_call` from Pallas, and forces a mode on it.
 
 Pallas chooses its interpreter when a `pallas_call` is lowered (eagerly or
-under `jax.jit`): the config `pallas_tpu_interpret_mode_context_manager`,
-part of the jit cache key, overrides the kernel's `interpret=`, and an
-`InterpretParams` there lowers the call to `interpret_pallas_call(*operands,
-interpret_params=..., **params)` (`_pallas_call_lowering` in jax's
-`pallas_call.py`, 0.10.2 and 0.12 alike). `install()` puts a dispatcher in
-that function's place, once: parameters of a `Routed` subclass lower the
-call themselves; any other reaches Pallas' own interpreter unchanged. A
-`Routed` value in the config is therefore all a context manager sets, and
-executables compiled for it are cached apart from Pallas' own.
+under `jax.jit`): an `InterpretParams` as the call's `interpret` lowers it
+to `interpret_pallas_call(*operands, interpret_params=..., **params)`
+(`_pallas_call_lowering` in jax's `pallas_call.py`, 0.10.2 and 0.12
+alike). `install()` puts a dispatcher in that function's place, once:
+parameters of a `Routed` subclass lower the call themselves; any other
+reaches Pallas' own interpreter unchanged.
 
-Pallas reads the config when `pl.pallas_call(kernel, ...)` builds the
-call, not when the call runs, so a call built outside the context keeps
-its own `interpret=`. The lowering rule of `pallas_call` is therefore
-wrapped too: while a `Routed` value is in the config, it lowers every
-call. Such a call declared no interpret-mode effects, so its callback is
-unordered (`ordered=False`).
+`forced(params)` gives every `pallas_call` bound inside `params` as its
+`interpret`. Pallas' own `force_tpu_interpret_mode` sets the config
+`pallas_tpu_interpret_mode_context_manager` (part of the jit cache key),
+but Pallas reads it when `pl.pallas_call(kernel, ...)` builds the call,
+not when the call runs, so a call built outside the context would keep its
+own `interpret=`. `forced` sets the config too (so that jit caches what is
+traced inside apart), and `pallas_call_p.bind`, wrapped once, puts the
+forced params in every equation bound meanwhile, so that the call also
+declares interpret mode's effects.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from jax._src import config
-from jax._src.interpreters import mlir
 from jax._src.pallas.mosaic.interpret import interpret_pallas_call as _interpreter
 from jax._src.pallas.mosaic.interpret.params import InterpretParams
-from jax._src.pallas.pallas_call import _pallas_call_lowering, pallas_call_p
+from jax._src.pallas.pallas_call import pallas_call_p
 
 from copyir.pallas.calls import call_name
 
@@ -40,10 +40,7 @@ _PALLAS_INTERPRETER = _interpreter.interpret_pallas_call
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Routed(InterpretParams):
     """Interpret-mode parameters whose `pallas_call`s lower through
-    `lower` instead of Pallas' interpreter; `ordered` says whether the
-    call declared the ordered effects of interpret mode."""
-
-    ordered: bool = True
+    `lower` instead of Pallas' interpreter."""
 
     def lower(self, operands: Sequence[Any], params: dict[str, Any]) -> Sequence[Any]:
         """The call's results, traced from its operands (JAX values)."""
@@ -56,28 +53,41 @@ def _dispatch(*operands: Any, interpret_params: Any, **params: Any) -> Sequence[
     return _PALLAS_INTERPRETER(*operands, interpret_params=interpret_params, **params)
 
 
-def _lowering(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
-    active = config.pallas_tpu_interpret_mode_context_manager.value
-    if isinstance(active, Routed) and not isinstance(interpret, Routed):
-        interpret = dataclasses.replace(active, ordered=False)
-    return _pallas_call_lowering(ctx, *in_nodes, interpret=interpret, **params)
+_forcing: list[InterpretParams] = []
+
+
+def _forced_bind(real: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(real)
+    def bind(*args: Any, **params: Any) -> Any:
+        if _forcing:
+            params["interpret"] = _forcing[-1]
+        return real(*args, **params)
+
+    return bind
+
+
+_installed: list[bool] = []
 
 
 def install() -> None:
-    """Put the dispatcher in place of Pallas' interpreter, and the routing
-    lowering rule in place of Pallas' (idempotent)."""
-    _interpreter.interpret_pallas_call = _dispatch
-    mlir.register_lowering(pallas_call_p, _lowering)
+    """Put the dispatcher in place of Pallas' interpreter and wrap
+    `pallas_call_p.bind`, once."""
+    if not _installed:
+        _interpreter.interpret_pallas_call = _dispatch
+        pallas_call_p.bind = _forced_bind(pallas_call_p.bind)
+        _installed.append(True)
 
 
 @contextlib.contextmanager
-def routed(params: Routed) -> Iterator[None]:
-    """Every `pallas_call` lowered inside lowers through `params`."""
+def forced(params: InterpretParams) -> Iterator[None]:
+    """Every `pallas_call` bound inside runs with `interpret=params`."""
     install()
     previous = config.pallas_tpu_interpret_mode_context_manager.swap_local(params)
+    _forcing.append(params)
     try:
         yield
     finally:
+        _forcing.pop()
         config.pallas_tpu_interpret_mode_context_manager.set_local(previous)
 
 
@@ -109,7 +119,7 @@ class Capture(Routed):
                 call = Captured(call_name(params), dict(params), list(values))
                 _captures[-1].append(call)
 
-        io_callback(record, None, *operands, ordered=self.ordered)
+        io_callback(record, None, *operands, ordered=True)
         pallas = self.pallas or InterpretParams()
         return _PALLAS_INTERPRETER(*operands, interpret_params=pallas, **params)
 
@@ -121,7 +131,7 @@ def capturing(pallas: InterpretParams | None = None) -> Iterator[list[Captured]]
     calls: list[Captured] = []
     _captures.append(calls)
     try:
-        with routed(Capture(pallas=pallas)):
+        with forced(Capture(pallas=pallas)):
             yield calls
     finally:
         _captures.pop()

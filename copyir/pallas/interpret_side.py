@@ -2,8 +2,8 @@
 harness (issue 18): a verdict, the outputs and the explicit DMAs' events.
 
 `run_interpret(f, args, mode=...)` runs `f(*args)` with every `pallas_call`
-forced into TPU interpret mode (`pltpu.force_tpu_interpret_mode`, whose
-config overrides a kernel's own `interpret=`) with
+forced into TPU interpret mode (`hook.forced`, which also reaches a call
+built before the run) with
 `pltpu.InterpretParams(dma_execution_mode=mode, detect_races=True)`.
 
 Interpret mode has no public event API, so this module reaches into its
@@ -15,10 +15,7 @@ lowered, so wrappers installed only for the extent of a run could be
 bypassed by an executable lowered before; installed permanently (and with
 jax's caches cleared at installation), every executable lowered afterwards
 calls them. Outside a run they only call through; during one they record
-into the active `_Recording`. `pallas_call_p.bind` is wrapped alike, to
-give the run's params to every kernel bound during the run: the forcing
-config is read when `pl.pallas_call(...)` is called, so a call built before
-the run would keep its own `interpret=`.
+into the active `_Recording`.
 
 Hangs: interpret mode blocks forever on a wait that nothing can satisfy
 (`Semaphore.wait` in its `shared_memory.py`, which polls every 0.1 s and
@@ -50,10 +47,10 @@ import numpy as np
 from jax._src import source_info_util
 from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 from jax._src.pallas.mosaic.interpret import utils as interpret_utils
-from jax._src.pallas.pallas_call import pallas_call_p
 from jax.experimental.pallas import tpu as pltpu
 
 from copyir.pallas import jax_compat
+from copyir.pallas.hook import forced
 
 Verdict = Literal["ok", "error", "race", "hang"]
 Region = tuple[tuple[int, int], ...]
@@ -139,7 +136,7 @@ def run_interpret(
         pltpu.reset_tpu_interpret_mode_state()
         with _recording(recording), _quiet(printed):
             try:
-                with pltpu.force_tpu_interpret_mode(params):
+                with forced(params):
                     result = f(*args)
                 outputs = [np.asarray(leaf) for leaf in jax.tree.leaves(result)]
             except Exception as e:
@@ -289,26 +286,8 @@ def _install() -> None:
     ipc.dma_start = _recorded_start(ipc.dma_start)
     ipc.dma_wait = _recorded_wait(ipc.dma_wait)
     ipc.semaphore_wait = _guarded_wait(ipc.semaphore_wait, "semaphore wait")
-    pallas_call_p.bind = _forced_bind(pallas_call_p.bind)
     jax.clear_caches()
     _installed = True
-
-
-def _forced_bind(real: Callable[..., Any]) -> Callable[..., Any]:
-    """`pallas_call_p.bind` with the run's params as `interpret`: the forcing
-    config is read when `pl.pallas_call(...)` is called, so a call built
-    before the run (at a module's top) would otherwise keep its own
-    `interpret=` (False, or `True`, the HLO interpreter, which makes no
-    events and finds no races)."""
-
-    @functools.wraps(real)
-    def bind(*args: Any, **params: Any) -> Any:
-        recording = _active
-        if recording is not None:
-            params["interpret"] = recording.params
-        return real(*args, **params)
-
-    return bind
 
 
 def _recorded_start(real: Callable[..., Any]) -> Callable[..., Any]:

@@ -44,8 +44,8 @@ def copyir_checking(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every `pallas_call` of the test runs on copyir."""
     from copyir.pallas.checking import checking
 
-    mode = request.config.getoption("copyir_mode")
-    seed = request.config.getoption("copyir_seed")
+    mode = str(request.config.getoption("copyir_mode"))
+    seed = int(request.config.getoption("copyir_seed"))
     with checking(mode, seed):
         yield
 

@@ -149,7 +149,7 @@ def test_an_unknown_mode_is_named():
     assert str(caught.value) == errors.RUN_UNKNOWN_MODE.format(mode="lazy")
 
 
-USER_TESTS = '''
+USER_TESTS = """
 import unittest
 
 import jax
@@ -190,7 +190,7 @@ class AddOneTest(unittest.TestCase):
     def test_add_one(self):
         x = jnp.zeros((8, 128), jnp.float32)
         np.testing.assert_array_equal(add_one(x), x + 1.0)
-'''
+"""
 
 
 def test_an_existing_test_file_runs_under_copyir_with_one_added_line(tmp_path):

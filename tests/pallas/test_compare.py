@@ -172,8 +172,13 @@ def test_nan_equals_nan_and_bits_count():
 
 def test_copyir_check_compare_prints_one_line_per_mode(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "copyir", "check", "race.py", "--call", "main"]
-        + ["--compare"],
+        [
+            sys.executable,
+            *("-m", "copyir", "check", "race.py"),
+            "--compare",
+            "--call",
+            "main",
+        ],
         cwd=ROOT / "examples" / "pallas",
         capture_output=True,
         text=True,
