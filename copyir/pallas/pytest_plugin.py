@@ -45,7 +45,7 @@ def copyir_checking(request: pytest.FixtureRequest) -> Iterator[None]:
     from copyir.pallas.checking import checking
 
     mode = str(request.config.getoption("copyir_mode"))
-    seed = int(request.config.getoption("copyir_seed"))
+    seed = int(request.config.getoption("copyir_seed") or 0)
     with checking(mode, seed):
         yield
 
