@@ -118,6 +118,34 @@ class Random(CompletionModel):
         return Schedule(moment[order], starts[order])
 
 
+@dataclass(frozen=True)
+class Replayed(CompletionModel):
+    """Another model's schedule, with the parallel loops run in given
+    orders: the k-th parallel loop of the stream (by loop number) visits
+    its iterations in the order `orders[k]` lists them, where its trip
+    count matches. This replays the grid order
+    another interpreter chose (Pallas' interpret mode permutes parallel
+    grid dimensions, as its `grid_point_recorder` shows)."""
+
+    base: CompletionModel
+    orders: tuple[tuple[int, ...], ...]
+
+    def iteration_order(self, stream: Stream) -> dict[int, np.ndarray]:
+        parallel = [
+            (number, loop.trip_count)
+            for number, loop in enumerate(stream.loops, start=1)
+            if loop.parallel
+        ]
+        return {  # the position at which each iteration runs
+            number: np.argsort(np.array(order, np.int64))
+            for (number, trips), order in zip(parallel, self.orders, strict=False)
+            if len(order) == trips
+        }
+
+    def schedule(self, protocol: DmaProtocol) -> Schedule:
+        return self.base.schedule(protocol)
+
+
 MODELS: dict[str, type[CompletionModel]] = {
     "random": Random,
     "eager": Eager,

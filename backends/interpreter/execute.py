@@ -454,9 +454,10 @@ def compile_stream(
 def run_stream(
     stream: Stream,
     inputs: Mapping[str, np.ndarray],
-    mode: str = "random",
+    mode: str | CompletionModel = "random",
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Check the inputs, compile for them, and run once."""
+    """Check the inputs, compile for them, and run once (`mode` a mode's
+    name or a completion model)."""
     check_inputs(stream, inputs)
     return Executable(stream, frozenset(inputs), mode, seed).run(inputs)

@@ -4,7 +4,9 @@ and its DMA starts and waits as data (`copyir check --compare`)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
+import numpy as np
 from xdsl.dialects.builtin import StringAttr
 
 from copyir.stream import (
@@ -66,7 +68,9 @@ def trace_lines(stream: Stream) -> list[str]:
     return lines
 
 
-def dma_events(stream: Stream) -> list[tuple]:
+def dma_events(
+    stream: Stream, order: Mapping[int, np.ndarray] | None = None
+) -> list[tuple]:
     """The DMA starts and waits of a stream in program order, as the
     differential harness compares them with Pallas' interpret mode:
     `("start", ((space, buffer), region), ((space, buffer), region), sem)`
@@ -75,8 +79,9 @@ def dma_events(stream: Stream) -> list[tuple]:
     are new ones at each entry, as Pallas allocates them afresh: a buffer
     or semaphore released is `(name, n)` after its n-th release. The order
     does not depend on the completion mode: DMAs start and are waited in
-    program order."""
-    validated = validate_stream(stream)
+    program order, parallel loops' iterations in `order` where given (as
+    `validate_stream` takes it)."""
+    validated = validate_stream(stream, order)
     trace = validated.trace
     table = stream.instructions
     src, dst = validated.src, validated.dst

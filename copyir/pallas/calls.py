@@ -58,6 +58,9 @@ class ImportedKernel:
     grid_copies: bool = False
     """Whether operands are copied in blocks by the grid (`BlockSpec`s in
     VMEM): Pallas' interpret mode copies those without DMA events."""
+    order: dict[int, np.ndarray] = field(default_factory=dict)
+    """Of a run: the order its parallel loops' iterations ran in, by loop
+    number (`validate_stream`'s `order`); empty: program order."""
 
     def called_on(self, values: Sequence[Any]) -> ImportedKernel:
         """This kernel (the same module) with `values` as its inputs."""
@@ -182,7 +185,7 @@ def import_call(
         if not blocked[k]:
             env_args[n_index + k] = operand_param[k]
 
-    semantics = _semantics(params.get("compiler_params"), len(grid))
+    semantics = grid_semantics(params.get("compiler_params"), len(grid))
     pipelined = [k for k in range(n_in + n_out) if blocked[k]]
     if pipelined:
         run_grid = grid or (1,)
@@ -259,7 +262,7 @@ def _hbm_type(aval) -> Any:
     return ref_type(tuple(aval.shape), element_of(aval.dtype), "hbm")
 
 
-def _semantics(compiler_params, rank: int) -> list[str] | None:
+def grid_semantics(compiler_params, rank: int) -> list[str] | None:
     """The grid's dimension semantics, from the Mosaic compiler params
     (`parallel`, `core_parallel`, ... all run in any order: parallel)."""
     if isinstance(compiler_params, dict):

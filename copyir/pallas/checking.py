@@ -20,12 +20,14 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from copyir import errors
 from copyir.errors import CopyIRError
 from copyir.machine import MODES
 from copyir.mlir import gc_paused
 from copyir.names import FreshNames
-from copyir.pallas.calls import ImportedKernel, import_call
+from copyir.pallas.calls import ImportedKernel, grid_semantics, import_call
 from copyir.pallas.hook import Routed, forced
 
 Observer = Callable[[ImportedKernel, Any, dict], None]
@@ -39,6 +41,22 @@ class _Session:
 
     observe: Observer | None = None
     failure: CopyIRError | None = None
+    replay: list[tuple[int, ...]] | None = None
+    """Grid points in the order another run visited them, every kernel's
+    in turn (`compare` gives Pallas' recorded order)."""
+    replayed: int = 0
+
+    def orders(self, grid: tuple[int, ...], parallel: list[int]) -> tuple | None:
+        """The next kernel's orders of its parallel grid dimensions (their
+        coordinates by first visit), or None where nothing is replayed."""
+        if self.replay is None:
+            return None
+        count = int(np.prod(grid, dtype=np.int64))
+        points = self.replay[self.replayed : self.replayed + count]
+        self.replayed += count
+        return tuple(
+            tuple(dict.fromkeys(point[d] for point in points)) for d in parallel
+        )
 
 
 _sessions: list[_Session] = []
@@ -73,7 +91,10 @@ class CopyIR(Routed):
         with gc_paused():
             stream = lowered_stream(imported.module, in_place=True)
         shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in params["out_avals"]]
-        run = _Run(imported, stream, self.mode, self.seed)
+        grid = tuple(params["grid_mapping"].grid)
+        semantics = grid_semantics(params.get("compiler_params"), len(grid)) or []
+        parallel = [d for d, word in enumerate(semantics) if word == "parallel"]
+        run = _Run(imported, stream, self.mode, self.seed, grid, parallel)
         return io_callback(run, shapes, *operands, ordered=True)
 
 
@@ -86,14 +107,25 @@ class _Run:
     stream: Any
     mode: str
     seed: int
+    grid: tuple[int, ...]
+    parallel: list[int]
+    """The grid dimensions with parallel semantics."""
 
     def __call__(self, *values: Any) -> list[Any]:
         from copyir.backends.interpreter import run_stream
+        from copyir.backends.interpreter.completion import Replayed, completion_model
 
         kernel = self.imported.called_on(values)
         session = _sessions[-1] if _sessions else _Session()
+        model = completion_model(self.mode, self.seed)
+        orders = session.orders(self.grid, self.parallel)
+        if orders:
+            model = Replayed(model, orders)
+            kernel = dataclasses.replace(
+                kernel, order=model.iteration_order(self.stream)
+            )
         try:
-            results = run_stream(self.stream, kernel.inputs, self.mode, self.seed)
+            results = run_stream(self.stream, kernel.inputs, model, self.seed)
         except CopyIRError as err:
             session.failure = err
             raise
@@ -109,15 +141,18 @@ def checking(
     *,
     opaque_compute: bool = False,
     observe: Observer | None = None,
+    replay: Sequence[tuple[int, ...]] | None = None,
 ) -> Iterator[None]:
     """Run every `pallas_call` executed inside on copyir, in `mode`
     (`random`, `eager` or `on_wait`) seeded by `seed`; the kernel's own
     `interpret=` is ignored. A failed check raises its `CopyIRError`.
-    `observe(kernel, stream, outputs)` sees each kernel's run."""
+    `observe(kernel, stream, outputs)` sees each kernel's run; `replay`
+    gives the grid points in the order to visit them, kernel after kernel
+    (the parallel dimensions' orders are taken from it)."""
     if mode not in MODES:
         raise CopyIRError(errors.RUN_UNKNOWN_MODE.format(mode=mode))
     _quiet_callback_log()
-    session = _Session(observe)
+    session = _Session(observe, replay=None if replay is None else list(replay))
     _sessions.append(session)
     try:
         with forced(CopyIR(mode=mode, seed=seed, opaque_compute=opaque_compute)):

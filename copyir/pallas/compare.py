@@ -263,7 +263,10 @@ def compare(
     runs: dict[str, tuple[CopyIRRun, InterpretRun]] = {}
     differences: list[Difference] = []
     for mode in modes:
-        ours = run_copyir(f, args, mode=mode, opaque_compute=opaque_compute)
+        points = [point for point, _core in theirs[mode].grid_points]
+        ours = run_copyir(
+            f, args, mode=mode, opaque_compute=opaque_compute, replay=points
+        )
         runs[mode] = (ours, theirs[mode])
         others = [theirs[m] for m in modes if m != mode]
         evidence = Evidence(mode, ours, theirs[mode], others[0] if others else None)
@@ -378,19 +381,26 @@ _UNSUPPORTED = re.compile(r"^(.*) is not supported yet")
 
 
 def run_copyir(
-    f: Callable[..., Any], args: Sequence[Any], *, mode: str, opaque_compute: bool
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    *,
+    mode: str,
+    opaque_compute: bool = False,
+    replay: Sequence[tuple[int, ...]] | None = None,
 ) -> CopyIRRun:
-    """`f(*args)` inside `checking(mode)`: its verdict, outputs and DMA
-    events (every kernel's buffers and semaphores kept apart)."""
+    """`f(*args)` inside `checking(mode)`, visiting grid points in the
+    order `replay` gives: its verdict, outputs and DMA events (every
+    kernel's buffers and semaphores kept apart)."""
     import jax
 
     from copyir.backends.interpreter import dma_events
-    from copyir.pallas.api import run
+    from copyir.pallas.checking import checking
 
     seen = _Observed()
 
     def observe(kernel: ImportedKernel, stream: Any, outputs: dict) -> None:
-        seen.events += [_tagged(event, seen.kernels) for event in dma_events(stream)]
+        events = dma_events(stream, kernel.order)
+        seen.events += [_tagged(event, seen.kernels) for event in events]
         seen.kernels += 1
         seen.adds |= bool(stream.instructions["add"].any())
         seen.grid_copies |= kernel.grid_copies
@@ -398,9 +408,10 @@ def run_copyir(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            out = run(
-                f, *args, mode=mode, opaque_compute=opaque_compute, observe=observe
-            )
+            with checking(
+                mode, opaque_compute=opaque_compute, observe=observe, replay=replay
+            ):
+                out = jax.block_until_ready(f(*args))
         except CopyIRError as err:
             message = str(err)
             found = _UNSUPPORTED.match(message)
