@@ -654,6 +654,18 @@ def _import_pallas_double_buffer(n: int) -> Stage:
     return lambda: copyir.pallas.import_kernels(db.double_buffer, x)
 
 
+@case("compare-dma-events", start=1024)
+def _compare_dma_events(n: int) -> Stage:
+    """copyir check --compare: the DMA events of a scope in a loop of N
+    steps (each entry's buffer and semaphore renewed), canonical"""
+    from copyir.backends.interpreter import dma_events
+
+    from copyir.pallas.interpret_side import canonical
+
+    stream = copyir.to_stream(copyir.lower(scope_loop_text(n)))
+    return lambda: canonical(dma_events(stream))
+
+
 # --------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------
