@@ -1,20 +1,27 @@
 """The differential harness over jax's own Pallas TPU tests.
 
-    python benchmarks/pallas_corpus.py [--jobs J] [--budget S] [SOURCE ...]
+    python benchmarks/pallas_corpus.py [--jobs J] [--budget S]
+        [--source-budget S] [--save FILE] [--load FILE] [SOURCE ...]
 
 `benchmarks/corpus/collect.py` runs the vendored tests and doc kernels of
 one jax release on the CPU and hands each `pallas_call` they execute (a
 unit: its parameters and concrete operands) to `compare_unit`, in the
-worker process. `compare_unit` runs the call both ways,
-`copyir.pallas.compare`, and returns a small verdict. This script prints
-one line per unit (imported or not supported and which feature; agrees,
-or differs: classified or not, where), then the summary table and the
-features that block the rest, ranked by how many units need them.
+worker process. `compare_unit` runs the call both ways
+(`copyir.pallas.compare`: Pallas' TPU interpret mode and copyir, in eager
+and on_wait modes) and returns a small verdict. This script prints one
+line per unit (not supported and which feature; agrees; or differs,
+classified or not, and where), then the summary table and the features
+that block the rest, ranked by how many units need them.
 """
 
 from __future__ import annotations
 
+import argparse
+import collections
+import pickle
 import sys
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,14 +29,22 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "corpus"))
 
+STATUSES = (
+    "agrees",
+    "differs (known)",
+    "differs (unclassified)",
+    "not supported",
+    "copyir failed",
+)
+
 
 @dataclass(frozen=True)
 class UnitVerdict:
     """What the harness found for one `pallas_call` (picklable)."""
 
     status: str
-    """agrees, differs (known), differs (unclassified), not supported, or
-    copyir failed (an exception that is not a verdict: copyir's bug)."""
+    """One of `STATUSES`: `copyir failed` is an exception that is not a
+    verdict, copyir's bug."""
     feature: str = ""
     differences: tuple[str, ...] = ()
     known: tuple[str, ...] = ()
@@ -47,11 +62,110 @@ def compare_unit(unit: Any) -> UnitVerdict:
 
     try:
         comparison = compare(call, timeout=5.0)
-    except Exception as err:
-        return UnitVerdict("copyir failed", f"{type(err).__name__}: {err}"[:200])
+    except Exception as err:  # reported as copyir's failure, never hidden
+        return UnitVerdict("copyir failed", f"{type(err).__name__}: {err}"[:300])
     return UnitVerdict(
         comparison.status,
         comparison.unsupported,
         tuple(str(d) for d in comparison.differences),
         tuple(sorted({d.known.name for d in comparison.differences if d.known})),
     )
+
+
+def unit_lines(outcomes: Sequence[Any]) -> list[str]:
+    """One line per unit: the case, the call, what the harness found."""
+    lines = []
+    for outcome in outcomes:
+        for unit in outcome.units:
+            verdict = unit.result
+            head = f"{unit.test_id} #{unit.index} {unit.name}"
+            if not isinstance(verdict, UnitVerdict):
+                lines.append(f"{head}: harness failed: {verdict}")
+                continue
+            detail = verdict.feature or "; ".join(verdict.differences)
+            lines.append(
+                f"{head}: {verdict.status}" + (f": {detail}" if detail else "")
+            )
+    return lines
+
+
+def summary(outcomes: Sequence[Any]) -> str:
+    """The README's table: cases, kernels, and what became of them; the
+    blocking features ranked by the units that need them."""
+    verdicts = [u.result for o in outcomes for u in o.units]
+    counts = collections.Counter(
+        v.status if isinstance(v, UnitVerdict) else "copyir failed" for v in verdicts
+    )
+    ran = sum(1 for o in outcomes if o.status == "ok" or o.units)
+    imported = len(verdicts) - counts["not supported"] - counts["copyir failed"]
+    lines = [
+        "| corpus | count |",
+        "| --- | ---: |",
+        f"| cases (test parameterisations, doc cells) | {len(outcomes)} |",
+        f"| cases that ran on the CPU | {ran} |",
+        f"| kernels (`pallas_call`s executed) | {len(verdicts)} |",
+        f"| imported by copyir | {imported} |",
+        f"| agree | {counts['agrees']} |",
+        f"| differ, known divergence | {counts['differs (known)']} |",
+        f"| differ, unclassified | {counts['differs (unclassified)']} |",
+        f"| not supported yet | {counts['not supported']} |",
+        f"| copyir failed (a bug) | {counts['copyir failed']} |",
+        "",
+        "| kernels | blocked by |",
+        "| ---: | --- |",
+    ]
+    features = collections.Counter(
+        v.feature
+        for v in verdicts
+        if isinstance(v, UnitVerdict) and v.status == "not supported"
+    )
+    lines += [f"| {n} | {feature} |" for feature, n in features.most_common()]
+    known = collections.Counter(
+        name for v in verdicts if isinstance(v, UnitVerdict) for name in v.known
+    )
+    if known:
+        lines += ["", "| kernels | known divergence |", "| ---: | --- |"]
+        lines += [f"| {n} | `{name}` |" for name, n in known.most_common()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import collect
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sources", nargs="*", help="paths relative to " + collect.TAG)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--test-timeout", type=float, default=120.0)
+    parser.add_argument("--budget", type=float, default=3600.0)
+    parser.add_argument("--source-budget", type=float, default=600.0)
+    parser.add_argument("--save", type=Path, help="pickle the outcomes here")
+    parser.add_argument("--load", type=Path, help="report outcomes saved before")
+    args = parser.parse_args()
+    start = time.monotonic()
+    if args.load:
+        outcomes = pickle.loads(args.load.read_bytes())
+    else:
+        outcomes = collect.collect(
+            args.sources or None,
+            jobs=args.jobs,
+            test_timeout=args.test_timeout,
+            budget=args.budget,
+            source_budget=args.source_budget,
+            on_unit="pallas_corpus:compare_unit",
+        )
+    if args.save:
+        args.save.write_bytes(pickle.dumps(outcomes))
+    print("\n".join(unit_lines(outcomes)))
+    print()
+    print(summary(outcomes))
+    print()
+    print(collect.summary(outcomes))
+    print(f"\nwall time: {time.monotonic() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    # As the module the workers import, so that their verdicts unpickle
+    # as this module's `UnitVerdict`.
+    import pallas_corpus
+
+    pallas_corpus.main()
