@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from copyir import errors
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, Located
 from copyir.machine import MODES
 from copyir.mlir import gc_paused
 from copyir.names import FreshNames
@@ -40,7 +40,9 @@ class _Session:
     raised that XLA has not yet handed back as its own."""
 
     observe: Observer | None = None
-    failure: CopyIRError | None = None
+    failure: Located | None = None
+    """A `CopyIRError`, or a `CopyIRWarning` raised as an error (warnings
+    filtered to `error`, as in a strict pytest run)."""
     replay: list[tuple[int, ...]] | None = None
     """Grid points in the order another run visited them, every kernel's
     in turn (`compare` gives Pallas' recorded order)."""
@@ -126,7 +128,7 @@ class _Run:
             )
         try:
             results = run_stream(self.stream, kernel.inputs, model, self.seed)
-        except CopyIRError as err:
+        except Located as err:
             session.failure = err
             raise
         if session.observe is not None:
@@ -168,8 +170,9 @@ def checking(
 
 def failure_behind(
     exc: BaseException, session: _Session | None = None
-) -> CopyIRError | None:
-    """The `CopyIRError` a copyir callback raised that XLA turned into
+) -> Located | None:
+    """The `CopyIRError` (or warning raised as an error) a copyir callback
+    raised that XLA turned into
     `exc`, if it is one (consumed: it is handed back once)."""
     import jax
 
@@ -190,7 +193,7 @@ class _CopyIRFailures(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, CopyIRError)
+        return not isinstance(exc, Located)
 
 
 def _quiet_callback_log() -> None:

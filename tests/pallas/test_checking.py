@@ -217,3 +217,26 @@ def test_an_existing_test_file_runs_under_copyir_with_one_added_line(tmp_path):
     assert "FAILED test_user.py::test_racy_copy - copyir.errors.CopyIRError" in out
     assert race_message().split(" while ")[0] in out, out
     assert "JaxRuntimeError" not in out
+
+
+def test_a_warning_made_an_error_is_raised_located_too():
+    """An output written only in part is a `CopyIRWarning`; where warnings
+    are errors (this suite's `filterwarnings = error`) it stops the kernel
+    inside the callback, and `checking` raises it, not XLA's error."""
+    from copyir.errors import CopyIRWarning
+
+    def half_kernel(x, y, buf, sem):
+        pltpu.sync_copy(x.at[0:8], y.at[0:8])
+
+    call = pl.pallas_call(
+        half_kernel,
+        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
+        in_specs=[ANY],
+        out_specs=ANY,
+        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+    )
+    with pytest.raises(CopyIRWarning) as caught, checking("eager"):
+        jax.jit(call)(X).block_until_ready()
+    assert str(caught.value) == errors.RUN_PARTLY_WRITTEN.format(
+        name="y", unwritten=1024, size=2048, first="y[8, 0]"
+    )
