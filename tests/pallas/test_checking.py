@@ -39,15 +39,21 @@ def bump_kernel(x, y, buf, sem):
     pltpu.sync_copy(buf, y)
 
 
-def bump(x, interpret=False):
+def hbm_call(kernel, interpret=False):
+    """A call of `kernel` on one (16, 128) HBM array, with a VMEM buffer of
+    its size and a DMA semaphore."""
     return pl.pallas_call(
-        bump_kernel,
-        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
         in_specs=[ANY],
         out_specs=ANY,
         scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
         interpret=interpret,
-    )(x)
+    )
+
+
+def bump(x, interpret=False):
+    return hbm_call(bump_kernel, interpret)(x)
 
 
 def runs_seen(f, *args, mode="eager"):
@@ -68,13 +74,7 @@ def test_every_call_inside_runs_on_copyir(wrap):
 def test_a_call_built_before_the_context_runs_on_copyir_too():
     """Pallas reads its interpret config when `pl.pallas_call` builds the
     call; one built outside still runs on copyir (`hook._lowering`)."""
-    built = pl.pallas_call(
-        bump_kernel,
-        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
-        in_specs=[ANY],
-        out_specs=ANY,
-        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
-    )
+    built = hbm_call(bump_kernel)
     out, seen = runs_seen(jax.jit(built), X)
     assert np.array_equal(out, np.asarray(X) + 1.0)
     assert seen == ["bump_kernel"]
@@ -118,13 +118,7 @@ def test_an_unsupported_construct_is_raised_when_jax_lowers_the_call():
         buf[...] = jnp.exp(buf[...])
         pltpu.sync_copy(buf, y)
 
-    call = pl.pallas_call(
-        exp_kernel,
-        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
-        in_specs=[ANY],
-        out_specs=ANY,
-        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
-    )
+    call = hbm_call(exp_kernel)
     with pytest.raises(CopyIRError) as caught, checking("eager"):
         jax.jit(call)(X)
     assert str(caught.value).startswith("`exp` is not supported yet")
@@ -228,13 +222,7 @@ def test_a_warning_made_an_error_is_raised_located_too():
     def half_kernel(x, y, buf, sem):
         pltpu.sync_copy(x.at[0:8], y.at[0:8])
 
-    call = pl.pallas_call(
-        half_kernel,
-        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
-        in_specs=[ANY],
-        out_specs=ANY,
-        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
-    )
+    call = hbm_call(half_kernel)
     with pytest.raises(CopyIRWarning) as caught, checking("eager"):
         jax.jit(call)(X).block_until_ready()
     assert str(caught.value) == errors.RUN_PARTLY_WRITTEN.format(
