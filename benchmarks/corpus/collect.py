@@ -31,7 +31,8 @@ vendored files stay as they are): `jtu.device_under_test()` is "tpu",
 that kind (interpret mode reads it too, for the tiling of 1-D arrays). A
 case skipped there runs again as the CPU it is, for the tests written for
 the CPU interpreter (`INTERPRET = True` classes, `tpu_pallas_interpret_*`).
-The CPU has `CPU_DEVICES` devices, for the distributed tests.
+The CPU has `CPU_DEVICES` devices for the distributed tests, one for the
+others.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import argparse
 import collections
 import contextlib
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import os
@@ -63,7 +65,10 @@ TAG = "jax-v0.10.2"
 CORPUS = HERE / TAG
 TPU_KIND = "TPU v6 lite"
 TPU_GENERATION = 6
-CPU_DEVICES = 8
+#: CPU devices for the sources that need several (jax's own test targets
+#: run these on several devices, the others on one: some tests skip unless).
+MULTI_DEVICE = ("distributed", "all_gather")
+CPU_DEVICES = 4
 #: The part of a test id that names the worker's slice of a source.
 SHARD = re.compile(r"^(?P<path>.+?)(?:@(?P<k>\d+)/(?P<n>\d+))?$")
 
@@ -113,14 +118,15 @@ def sources() -> list[str]:
 # --- The worker: one source (or a shard of a test file) in one process ---
 
 
-def prepare_worker() -> None:
+def prepare_worker(source: str) -> None:
     """Configure jax and make the vendored modules the ones imported."""
     from absl import flags
 
     flags.FLAGS(["collect"])
     import jax
 
-    jax.config.update("jax_num_cpu_devices", CPU_DEVICES)
+    several = any(word in source for word in MULTI_DEVICE)
+    jax.config.update("jax_num_cpu_devices", CPU_DEVICES if several else 1)
     import jax._src
     import jax._src.pallas
     import jax.experimental.pallas.ops.tpu as ops_tpu
@@ -147,6 +153,41 @@ def prepare_worker() -> None:
         return mesh(axis_name, devices, num_cores)
 
     core.create_tensorcore_mesh = pltpu.create_tensorcore_mesh = create_tensorcore_mesh
+    keep_own_interpret_params()
+
+
+def keep_own_interpret_params() -> None:
+    """A kernel given its own `interpret=pltpu.InterpretParams(...)` runs with
+    them: the forced mode would override them (it wins over `interpret=`).
+    Wraps `pallas_call`, `core_map` and `kernel` wherever jax exports them."""
+    from jax._src.pallas import core, helpers, pallas_call
+    from jax.experimental.pallas import tpu as pltpu
+
+    for function in (pallas_call.pallas_call, core.core_map, helpers.kernel):
+        wrapper = _keeping_interpret(function, pltpu)
+        for module in list(sys.modules.values()):
+            for name, value in list(vars(module).items() if module else ()):
+                if value is function and module.__name__.startswith("jax"):
+                    setattr(module, name, wrapper)
+
+
+def _keeping_interpret(function: Callable[..., Any], pltpu: Any) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        own = kwargs.get("interpret")
+        if not isinstance(own, pltpu.InterpretParams):
+            return function(*args, **kwargs)
+        with pltpu.force_tpu_interpret_mode(own):
+            result = function(*args, **kwargs)
+        if not callable(result):
+            return result
+
+        def under_own(*args: Any, **kwargs: Any) -> Any:
+            with pltpu.force_tpu_interpret_mode(own):
+                return result(*args, **kwargs)
+
+        return under_own
+
+    return functools.wraps(function)(call)
 
 
 def _is_device_tpu(version: int | None = None, variant: str = "") -> bool:
@@ -279,9 +320,11 @@ def _run_test(test: unittest.TestCase) -> tuple[str, str, str]:
         return result.status, result.reason, "tpu"
     again = _Result()
     test.run(again)
-    if again.status == "skipped":
-        return result.status, result.reason, "tpu"
-    return again.status, again.reason, "cpu"
+    if again.status != "skipped":
+        return again.status, again.reason, "cpu"
+    if again.reason != result.reason:
+        return "skipped", f"{result.reason} (as the CPU: {again.reason})", "tpu"
+    return "skipped", result.reason, "tpu"
 
 
 def _flatten(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
@@ -376,10 +419,10 @@ def worker(job: str, out: Path, skip: set[str], replay: set[str], on_unit: str) 
     """Run a job's cases, appending ("cases", ids), ("start", id) and
     ("done", Outcome) records to `out`. Cases in `skip` do not run; doc
     cells in `replay` run without being recorded (their names are needed)."""
-    prepare_worker()
     match = SHARD.match(job)
     assert match
     source = match["path"]
+    prepare_worker(source)
     k, n = int(match["k"] or 0), int(match["n"] or 1)
     is_doc = source.startswith("docs/")
     cases = doc_cells(source) if is_doc else test_cases(source)[k::n]
