@@ -406,6 +406,18 @@ def run_case(case: Case, source: str, on_unit: Callable[[Unit], Any] | None) -> 
     )
 
 
+def describe(unit: Unit) -> dict[str, Any]:
+    """An example `--on-unit`: the call's grid, its kernel's equation count
+    and each operand's sum, small and picklable."""
+    import numpy as np
+
+    return {
+        "grid": tuple(unit.params["grid_mapping"].grid),
+        "equations": len(unit.params["jaxpr"].eqns),
+        "sums": tuple(float(np.sum(np.asarray(v, np.float64))) for v in unit.operands),
+    }
+
+
 def resolve(name: str | None) -> Callable[[Unit], Any] | None:
     """`module:function`, importable with benchmarks/ on the path."""
     if not name:
