@@ -2,7 +2,8 @@
 collect every `pallas_call` they execute as a unit of the corpus.
 
     python benchmarks/corpus/collect.py [--jobs J] [--test-timeout S]
-        [--budget S] [--on-unit MODULE:FUNCTION] [--select TEXT] [SOURCE ...]
+        [--budget S] [--source-budget S] [--on-unit MODULE:FUNCTION]
+        [--save FILE] [SOURCE ...]
 
 A source is a vendored test file (`tests/pallas/*_test.py`, every test
 method and every absl `parameterized` case of it) or a doc page's code
@@ -10,8 +11,9 @@ method and every absl `parameterized` case of it) or a doc page's code
 in worker processes (`--jobs` at a time, a test file split in `--jobs`
 shards) that import jax once and run the cases one after the other; a case
 that runs past `--test-timeout` or kills its worker is recorded as such and
-the worker starts again after it, and `--budget` bounds the whole
-collection.
+the worker starts again after it; `--source-budget` bounds each shard of a
+source (the ops' tests have hundreds of cases each) and `--budget` the
+whole collection.
 
 In a worker, every `pallas_call` is forced into Pallas' TPU interpret mode
 (`pltpu.InterpretParams()`), and each one executed, eagerly or under
@@ -109,10 +111,13 @@ class Outcome:
 
 
 def sources() -> list[str]:
-    """The vendored sources, relative to CORPUS, test files first."""
+    """The vendored sources, relative to CORPUS: Pallas' own TPU tests, the
+    doc pages, then the tests of `ops/tpu` (hundreds of cases each)."""
     tests = sorted(CORPUS.glob("tests/pallas/*_test.py"))
+    pallas = [p for p in tests if p.name.startswith("tpu_pallas_")]
+    ops = [p for p in tests if p not in pallas]
     docs = sorted(CORPUS.glob("docs/pallas/tpu/*.py"))
-    return [str(p.relative_to(CORPUS)) for p in [*tests, *docs]]
+    return [str(p.relative_to(CORPUS)) for p in [*pallas, *docs, *ops]]
 
 
 # --- The worker: one source (or a shard of a test file) in one process ---
@@ -470,12 +475,18 @@ def _read_records(path: Path) -> list[tuple[Any, ...]]:
 
 
 def run_job(
-    job: str, *, test_timeout: float, deadline: float, on_unit: str
+    job: str,
+    *,
+    test_timeout: float,
+    deadline: float,
+    source_budget: float = float("inf"),
+    on_unit: str = "",
 ) -> list[Outcome]:
     """All cases of one job, restarting its worker after a timeout or a crash."""
     source = job.split("@")[0]
     if time.monotonic() > deadline:
         return [Outcome(job, source, "not run", "budget (not loaded)")]
+    deadline, overall = min(deadline, time.monotonic() + source_budget), deadline
     done: dict[str, Outcome] = {}
     cases: list[str] | None = None
     while cases is None or len(done) < len(cases):
@@ -509,7 +520,10 @@ def run_job(
             if stopped == "budget" or len(done) == before:
                 # Out of time, or a worker that dies between cases.
                 status = "not run" if stopped == "budget" else "crashed"
-                reason = stopped or f"worker died: {_last_line(log)}"
+                reason = f"worker died: {_last_line(log)}"
+                if stopped == "budget":
+                    late = time.monotonic() > overall
+                    reason = "budget" if late else "source budget"
                 for test_id in cases:
                     done.setdefault(test_id, Outcome(test_id, source, status, reason))
     assert cases is not None
@@ -579,9 +593,11 @@ def collect(
     jobs: int = 1,
     test_timeout: float = 120.0,
     budget: float = 3600.0,
+    source_budget: float = 600.0,
     on_unit: str = "",
 ) -> list[Outcome]:
-    """Every case of the selected sources (all by default), with its units."""
+    """Every case of the selected sources (all by default), with its units:
+    `budget` seconds in all, `source_budget` for each shard of a source."""
     deadline = time.monotonic() + budget
     work = []
     for source in selected or sources():
@@ -592,7 +608,11 @@ def collect(
 
     def run(job: str) -> list[Outcome]:
         return run_job(
-            job, test_timeout=test_timeout, deadline=deadline, on_unit=on_unit
+            job,
+            test_timeout=test_timeout,
+            deadline=deadline,
+            source_budget=source_budget,
+            on_unit=on_unit,
         )
 
     with ThreadPoolExecutor(jobs) as pool:
@@ -634,6 +654,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--test-timeout", type=float, default=120.0)
     parser.add_argument("--budget", type=float, default=3600.0)
+    parser.add_argument("--source-budget", type=float, default=600.0)
     parser.add_argument("--on-unit", default="", help="module:function")
     parser.add_argument("--save", type=Path, help="pickle the outcomes here")
     args = parser.parse_args()
@@ -643,6 +664,7 @@ def main() -> None:
         jobs=args.jobs,
         test_timeout=args.test_timeout,
         budget=args.budget,
+        source_budget=args.source_budget,
         on_unit=args.on_unit,
     )
     if args.save:
