@@ -181,13 +181,13 @@ def _keeping_interpret(function: Callable[..., Any], pltpu: Any) -> Callable[...
         own = kwargs.get("interpret")
         if not isinstance(own, pltpu.InterpretParams):
             return function(*args, **kwargs)
-        with pltpu.force_tpu_interpret_mode(own):
+        with interpreting(own):
             result = function(*args, **kwargs)
         if not callable(result):
             return result
 
         def under_own(*args: Any, **kwargs: Any) -> Any:
-            with pltpu.force_tpu_interpret_mode(own):
+            with interpreting(own):
                 return result(*args, **kwargs)
 
         return under_own
@@ -219,11 +219,20 @@ def pretending_tpu() -> Iterator[None]:
         yield
 
 
-# Capture: copyir.pallas.hook once it is there, else a wrapper of Pallas'
-# interpreter, installed once, that records each call's operands through a
-# host callback into the innermost `capturing()` list.
+# Capture: `copyir.pallas.hook.capturing` where copyir has it, else a
+# wrapper of Pallas' interpreter, installed once, that records each call's
+# operands through a host callback into the innermost `capturing()` list.
 _calls: list[list[Any]] = []
 _installed: list[bool] = []
+
+
+def _hook() -> Any:
+    """copyir's capture hook, or None before it exists."""
+    try:
+        from copyir.pallas import hook
+    except ImportError:
+        return None
+    return hook
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,6 +264,11 @@ def capturing() -> Iterator[list[Any]]:
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call as module
     from jax.experimental.pallas import tpu as pltpu
 
+    hook = _hook()
+    if hook is not None:
+        with hook.capturing() as calls:
+            yield calls
+        return
     if not _installed:
         module.interpret_pallas_call = _recording_interpreter(
             module.interpret_pallas_call
@@ -267,6 +281,16 @@ def capturing() -> Iterator[list[Any]]:
             yield calls
     finally:
         _calls.pop()
+
+
+def interpreting(params: Any) -> contextlib.AbstractContextManager[Any]:
+    """Pallas' interpret mode with a kernel's own parameters, captured."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    hook = _hook()
+    if hook is not None:
+        return hook.routed(hook.Capture(pallas=params))
+    return pltpu.force_tpu_interpret_mode(params)
 
 
 @dataclasses.dataclass
