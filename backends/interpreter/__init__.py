@@ -38,7 +38,7 @@ from .completion import (
 from .execute import Executable, compile_stream, run_stream
 from .inputs import as_input, check_inputs, fill_inputs
 from .program import Program, check_stream, prepare
-from .trace import trace_lines
+from .trace import dma_events, trace_lines
 
 __all__ = [
     "DTYPES",
@@ -59,6 +59,7 @@ __all__ = [
     "check_stream",
     "compile_stream",
     "completion_model",
+    "dma_events",
     "fill_inputs",
     "prepare",
     "run_stream",

@@ -1,10 +1,22 @@
-"""A stream's events as a user reads a schedule (`copyir run --trace`)."""
+"""A stream's events as a user reads a schedule (`copyir run --trace`),
+and its DMA starts and waits as data (`copyir check --compare`)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from xdsl.dialects.builtin import StringAttr
 
-from copyir.stream import COMPUTE, INVALIDATE, OPAQUE, RELEASE, START, WAIT, Stream
+from copyir.stream import (
+    COMPUTE,
+    INVALIDATE,
+    OPAQUE,
+    RELEASE,
+    RELEASE_SEM,
+    START,
+    WAIT,
+    Stream,
+)
 from copyir.validate import ResolvedEnds, validate_stream
 
 from .naming import Namer
@@ -52,3 +64,52 @@ def trace_lines(stream: Stream) -> list[str]:
         iteration = trace.iteration(stream, event)
         lines.append(f"{iteration}: {text}" if iteration else text)
     return lines
+
+
+def dma_events(stream: Stream) -> list[tuple]:
+    """The DMA starts and waits of a stream in program order, as the
+    differential harness compares them with Pallas' interpret mode:
+    `("start", ((space, buffer), region), ((space, buffer), region), sem)`
+    and `("wait", sem, bytes)`, a region being (start, stop) per dimension
+    of the buffer, a semaphore its index. A scope's buffers and semaphores
+    are new ones at each entry, as Pallas allocates them afresh: a buffer
+    or semaphore released is `(name, n)` after its n-th release. The order
+    does not depend on the completion mode: DMAs start and are waited in
+    program order."""
+    validated = validate_stream(stream)
+    trace = validated.trace
+    table = stream.instructions
+    src, dst = validated.src, validated.dst
+    src_at = dict(zip(src.events.tolist(), range(len(src.events)), strict=True))
+    dst_at = dict(zip(dst.events.tolist(), range(len(dst.events)), strict=True))
+
+    released = Counter()
+
+    def end(access: ResolvedEnds, k: int) -> tuple:
+        index = int(access.buffer[k])
+        buffer = stream.buffers[index]
+        space = str(getattr(buffer.space, "value", buffer.space))
+        rank = len(buffer.shape)
+        lo, hi = access.lo[k][:rank].tolist(), access.hi[k][:rank].tolist()
+        named = (space, _renewed(buffer.name, released[("buffer", index)]))
+        return named, tuple(zip(lo, hi, strict=True))
+
+    events: list[tuple] = []
+    for event, row in enumerate(trace.row.tolist()):
+        op = int(table["op"][row])
+        sem = int(trace.sem[event])
+        named_sem = _renewed(sem, released[("sem", sem)])
+        if op == START:
+            start = end(src, src_at[event]), end(dst, dst_at[event])
+            events.append(("start", *start, named_sem))
+        elif op == WAIT:
+            events.append(("wait", named_sem, int(table["bytes"][row])))
+        elif op == RELEASE:
+            released[("buffer", int(dst.buffer[dst_at[event]]))] += 1
+        elif op == RELEASE_SEM:
+            released[("sem", sem)] += 1
+    return events
+
+
+def _renewed(name: str | int, releases: int) -> str | int | tuple:
+    return (name, releases) if releases else name

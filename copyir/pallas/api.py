@@ -1,14 +1,16 @@
 """Run JAX functions with their Pallas kernels on copyir.
 
-`run(f, *args)` traces `f` to a jaxpr and evaluates it: every
-`pallas_call` is imported (`calls.import_call`) and run by copyir's
+`run(f, *args)` traces `f` to a jaxpr and executes it inside `checking()`:
+every `pallas_call` is imported (`calls.import_call`) and run by copyir's
 interpreter on the operand values it receives, every other equation by
-JAX on the CPU. `import_kernels(f, *args)` returns the kernels met, with
-their inputs, without running more of them than later equations need.
+JAX on the CPU. `import_kernels(f, *args)` evaluates the jaxpr equation by
+equation and returns the kernels met, with their inputs, without running
+more of them than later equations need.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +22,7 @@ from copyir.errors import CopyIRError
 from copyir.mlir import gc_paused
 from copyir.names import FreshNames
 from copyir.pallas.calls import ImportedKernel, import_call
-
-Observer = Callable[[ImportedKernel, Any, dict], None]
-"""What sees each kernel's run: the import, its stream, its outputs."""
+from copyir.pallas.checking import Observer
 
 OnCall = Callable[[Any, list], list]
 """What evaluating a `pallas_call` equation does: its results."""
@@ -56,38 +56,28 @@ def run(
     opaque_compute: bool = False,
     observe: Observer | None = None,
 ) -> Any:
-    """`f(*args)` with every `pallas_call` in it run by copyir (in `mode`,
-    seeded by `seed`; the kernel's own `interpret=` is ignored), every other
-    operation by JAX. A copyir check that fails raises its `CopyIRError`,
-    located at the kernel's Python line. `observe(kernel, stream,
-    outputs)` sees each kernel's run (`copyir check` reports with it)."""
-    traced = trace(f, args)
-    return run_traced(
-        traced, mode=mode, seed=seed, opaque_compute=opaque_compute, observe=observe
-    )
-
-
-def run_traced(
-    traced: Traced,
-    *,
-    mode: str = "random",
-    seed: int = 0,
-    opaque_compute: bool = False,
-    observe: Observer | None = None,
-) -> Any:
-    """`run` of a call traced already."""
+    """`f(*args)` inside `checking()`: every `pallas_call` in it run by
+    copyir (in `mode`, seeded by `seed`; the kernel's own `interpret=` is
+    ignored), every other operation by JAX. A copyir check that fails
+    raises its `CopyIRError`, located at the kernel's Python line.
+    `observe(kernel, stream, outputs)` sees each kernel's run."""
     import jax
-    import jax.numpy as jnp
 
-    names = FreshNames()
+    from copyir.pallas.checking import checking
 
-    def on_call(eqn, values: list) -> list:
-        imported = import_call(eqn, values, names, opaque_compute=opaque_compute)
-        results = run_imported(imported, mode, seed, observe)
-        return [jnp.asarray(results[name]) for name in imported.outputs]
+    with checking(mode, seed, opaque_compute=opaque_compute, observe=observe):
+        return jax.block_until_ready(f(*args))
 
-    closed = traced.closed
-    outs = evaluate(closed.jaxpr, closed.consts, traced.flat, on_call)
+
+def execute(traced: Traced) -> Any:
+    """A call traced inside `checking()`, compiled and run (the user's
+    Python does not run again): `copyir check` traces first, so that an
+    exception there is told apart as the user's."""
+    import jax
+    import jax.extend
+
+    evaluated = jax.jit(jax.extend.core.jaxpr_as_fun(traced.closed))
+    outs = jax.block_until_ready(evaluated(*traced.flat))
     return jax.tree_util.tree_unflatten(traced.tree, outs)
 
 
@@ -146,7 +136,7 @@ class _Later:
         import jax.numpy as jnp
 
         module = self.imported.module.clone()  # the import keeps its own
-        copy = ImportedKernel(module, self.imported.name, self.imported.inputs)
+        copy = dataclasses.replace(self.imported, module=module)
         return jnp.asarray(run_imported(copy, "eager")[self.name])
 
 

@@ -14,6 +14,7 @@ blocked operand) or the kernel itself (no grid).
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import re
 from collections.abc import Sequence
@@ -52,6 +53,19 @@ class ImportedKernel:
     name: str
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
+    operands: list[str] = field(default_factory=list)
+    """The parameter each of the call's operands is, in order."""
+    grid_copies: bool = False
+    """Whether operands are copied in blocks by the grid (`BlockSpec`s in
+    VMEM): Pallas' interpret mode copies those without DMA events."""
+
+    def called_on(self, values: Sequence[Any]) -> ImportedKernel:
+        """This kernel (the same module) with `values` as its inputs."""
+        inputs = {
+            name: np.asarray(value)
+            for name, value in zip(self.operands, values, strict=True)
+        }
+        return dataclasses.replace(self, inputs=inputs)
 
     @property
     def kernel(self) -> KernelOp:
@@ -61,14 +75,18 @@ class ImportedKernel:
 
 
 def kernel_name(eqn, taken: FreshNames) -> str:
-    """The kernel function's name (`name=` of the call, else the
-    function's), unique among the kernels of one import."""
-    name = eqn.params.get("name")
+    """The kernel function's name, unique among the kernels of one import."""
+    return taken(identifier(call_name(eqn.params)))
+
+
+def call_name(params: dict[str, Any]) -> str:
+    """A `pallas_call`'s name: its `name=`, else its kernel function's."""
+    name = params.get("name")
     if not name:
-        info = getattr(eqn.params["jaxpr"], "debug_info", None)
+        info = getattr(params["jaxpr"], "debug_info", None)
         text = getattr(info, "func_src_info", None) or "kernel"
         name = text.split(" at ")[0] or "kernel"
-    return taken(identifier(name))
+    return name
 
 
 def identifier(name: str) -> str:
@@ -91,12 +109,13 @@ def arg_names(jaxpr, count: int) -> list[str]:
 
 def import_call(
     eqn,
-    values: Sequence[Any],
+    values: Sequence[Any] | None,
     taken_kernels: FreshNames,
     *,
     opaque_compute: bool = False,
 ) -> ImportedKernel:
-    """The kernel of one `pallas_call` equation, called on `values`."""
+    """The kernel of one `pallas_call` equation, called on `values` (or
+    with no inputs yet, where they are known only when it runs)."""
     params = eqn.params
     jaxpr = params["jaxpr"]
     gm = params["grid_mapping"]
@@ -203,9 +222,12 @@ def import_call(
     else:
         run_body(importer, block, jaxpr, env_args, (), ())
 
-    inputs = {params_list[k][0]: np.asarray(values[k]) for k in range(len(values))}
+    operands = [params_list[k][0] for k in range(len(operand_avals))]
     outputs = [params_list[p][0] for p in output_params]
-    return ImportedKernel(ModuleOp([kernel]), name, inputs, outputs)
+    imported = ImportedKernel(
+        ModuleOp([kernel]), name, {}, outputs, operands, bool(pipelined)
+    )
+    return imported if values is None else imported.called_on(values)
 
 
 def run_body(

@@ -54,6 +54,21 @@ def add_parsers(commands, seed_type: Callable[[str], int]) -> None:
     check.add_argument(
         "--seed", type=seed_type, default=0, help="for random mode: 0 to 2**63-1"
     )
+    check.add_argument(
+        "--compare",
+        action="store_true",
+        help="run it also in Pallas' TPU interpret mode, in eager and on_wait "
+        "modes (or --mode), and report where the two differ; exit 1 if a "
+        "difference is not a known divergence",
+    )
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --compare: a wait in interpret mode blocked this long is a "
+        "hang (default: 10)",
+    )
     check.set_defaults(run=check_command)
 
 
@@ -139,9 +154,8 @@ def _inputs_stem(args: argparse.Namespace) -> str:
 
 def check_command(args: argparse.Namespace) -> int:
     from copyir.cli import executed_dmas
-    from copyir.pallas.api import run_traced
-
-    traced = _traced(args)
+    from copyir.pallas.api import execute
+    from copyir.pallas.checking import checking
 
     def report(kernel, stream, outputs) -> None:
         print(
@@ -151,14 +165,32 @@ def check_command(args: argparse.Namespace) -> int:
         for name, value in outputs.items():
             print(f"  {name}: {value.dtype.name}{list(value.shape)}")
 
-    run_traced(
-        traced,
-        mode=args.mode,
-        seed=args.seed,
-        opaque_compute=args.opaque_compute,
-        observe=report,
-    )
+    if args.compare:
+        return compare_command(args)
+    with checking(
+        args.mode, args.seed, opaque_compute=args.opaque_compute, observe=report
+    ):
+        execute(_traced(args))
     return 0
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """`copyir check --compare`: one line per mode, one per difference;
+    exit 1 where copyir stopped at an unsupported construct or a
+    difference is unclassified."""
+    from copyir.pallas.compare import MODES as BOTH
+    from copyir.pallas.compare import compare
+
+    _traced(args)  # the user's exceptions are told apart here
+    function = load_function(args.file, args.call)
+    modes = [args.mode] if args.mode in BOTH else list(BOTH)
+    comparison = compare(
+        function, modes=modes, timeout=args.timeout, opaque_compute=args.opaque_compute
+    )
+    for line in comparison.report():
+        print(line)
+    print(comparison.status)
+    return 1 if comparison.status in ("not supported", "differs (unclassified)") else 0
 
 
 def _traced(args: argparse.Namespace):

@@ -44,6 +44,36 @@ def waits_on_source(params: dict[str, Any]) -> bool:
     return bool(params.get("is_wait_send", params.get("insert_dummy_device", False)))
 
 
+RACE_DETECTED = "RACE DETECTED"
+"""How interpret mode's race detector starts its report, in both versions."""
+
+
+def interpret_race(races: Any, printed: str, error: str) -> str:
+    """The race that interpret mode (`detect_races=True`) reported in a run,
+    or "". JAX 0.12 raises `RuntimeError: RACE DETECTED ...` from the callback
+    that saw it (the caller gets a `JaxRuntimeError` whose text holds it);
+    0.10 prints the report, sets `races.races_found` (`races` is
+    `interpret_pallas_call.races`, the last kernel's state) and goes on."""
+    for text in (error, printed):
+        at = text.find(RACE_DETECTED)
+        if at >= 0:
+            # The heading and its four lines: the two accesses and their clocks.
+            return "\n".join(text[at:].splitlines()[:5])
+    if getattr(races, "races_found", False):
+        return RACE_DETECTED
+    return ""
+
+
+def interpret_dma_cores(arguments: dict[str, Any]) -> tuple[int, int]:
+    """The local cores of a DMA's source and destination, from interpret
+    mode's `dma_start` callback's arguments (bound by name). JAX 0.12 passes
+    `dst_local_core_id` (None for the source's core); 0.10 has no such
+    argument and always writes on the source's core."""
+    src_core = int(arguments["src_local_core_id"])
+    dst_core = arguments.get("dst_local_core_id")
+    return src_core, src_core if dst_core is None else int(dst_core)
+
+
 @dataclass(frozen=True)
 class PipelineOperands:
     """An `emit_pipeline` equation's operands, by what each is for."""
@@ -99,7 +129,10 @@ def pipeline_operands(params: dict[str, Any], args: Sequence[Any]) -> PipelineOp
 
 
 __all__ = [
+    "RACE_DETECTED",
     "PipelineOperands",
+    "interpret_dma_cores",
+    "interpret_race",
     "memory_space",
     "pipeline_operands",
     "scan_counts",

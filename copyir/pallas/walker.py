@@ -155,8 +155,12 @@ class Walker:
         return self.run(jaxpr, consts, args)
 
     def evaluate(self, eqn, args: list[Value]) -> Any:
-        """An equation on known values only, evaluated by JAX."""
-        outs = eqn.primitive.bind(*args, **eqn.params)
+        """An equation on known values only, evaluated by JAX now (also
+        where the import runs while JAX lowers the call)."""
+        import jax
+
+        with jax.ensure_compile_time_eval():
+            outs = eqn.primitive.bind(*args, **eqn.params)
         if eqn.primitive.multiple_results:
             return [python_value(o) for o in outs]
         return python_value(outs)

@@ -159,12 +159,12 @@ def test_a_bug_of_copyirs_is_an_internal_error_not_the_users(
     """Only the traced function's own exceptions are the user's: one from
     copyir's import after tracing is exit 3, a bug to report."""
     from copyir import cli
-    from copyir.pallas import api
+    from copyir.pallas import checking
 
     def broken(*args, **kwargs):
         raise RuntimeError("copyir's own bug")
 
-    monkeypatch.setattr(api, "import_call", broken)
+    monkeypatch.setattr(checking, "import_call", broken)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["check", "kernel.py", "--call", "main"]) == cli.EXIT_INTERNAL
     assert "internal error: RuntimeError: copyir's own bug" in capsys.readouterr().err

@@ -254,3 +254,35 @@ def test_emit_pipeline_that_awaits_only_output_reads_is_refused(pipeline_primiti
     assert str(err) == refused(
         "`emit_pipeline(output_wait_read_only=True)`", kernel, line
     )
+
+
+# -- interpret mode: how a race is reported, dma_start's cores ---------------
+
+RACE = (
+    "RACE DETECTED\n  write of ('vmem', 102, 0, 0)[()] from 0, 0, k.py:29:4 (k)\n"
+    "  clock: [4 0]\n  write of ('vmem', 102, 0, 0)[()] from 100, 0, k.py:28:4 (k)\n"
+    "  clock: [1 3]"
+)
+
+
+def test_interpret_race_in_both_reports():
+    """0.12 raises the report (the caller's error text holds it after the
+    callback's frames); 0.10 prints it and sets `races_found`."""
+    raised = f'Traceback:\n  File "x.py", line 1, in f\nRuntimeError: {RACE}\n'
+    assert jax_compat.interpret_race(None, "", raised[raised.index("RACE") :]) == RACE
+    printed = f"{RACE}\n\nSemaphore 2000 has non-zero count\n"
+    found = SimpleNamespace(races_found=True)
+    assert jax_compat.interpret_race(found, printed, "") == RACE
+    assert jax_compat.interpret_race(found, "", "") == "RACE DETECTED"
+    calm = SimpleNamespace(races_found=False)
+    assert jax_compat.interpret_race(calm, "Semaphore 2000 ...", "IndexError: x") == ""
+
+
+def test_interpret_dma_cores_in_both_signatures():
+    """0.12's `dma_start` callback takes `dst_local_core_id` (None for the
+    source's core); 0.10's has none and writes on the source's core."""
+    assert jax_compat.interpret_dma_cores({"src_local_core_id": 1}) == (1, 1)
+    both = {"src_local_core_id": 1, "dst_local_core_id": None}
+    assert jax_compat.interpret_dma_cores(both) == (1, 1)
+    both["dst_local_core_id"] = 0
+    assert jax_compat.interpret_dma_cores(both) == (1, 0)

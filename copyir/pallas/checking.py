@@ -1,0 +1,164 @@
+"""`checking()`: every `pallas_call` run by copyir, eagerly or in `jax.jit`.
+
+Inside the context each `pallas_call` lowers (through `hook.routed`) to
+one ordered `io_callback`. Its kernel is imported, verified and lowered to
+a DMA stream when JAX lowers the call, so static errors (an unsupported
+construct, a window out of bounds) are raised there, as Python exceptions
+at the user's call. The callback runs the stream on the operands it
+receives. A failed run-time check (a race, a wait that can never finish)
+raised inside a callback reaches the caller as XLA's `JaxRuntimeError`
+with a traceback in its text; the original `CopyIRError`, located at the
+kernel's line, is kept and raised in its place where the context ends
+(and by the pytest plugin where a test ends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from copyir import errors
+from copyir.errors import CopyIRError
+from copyir.machine import MODES
+from copyir.mlir import gc_paused
+from copyir.names import FreshNames
+from copyir.pallas.calls import ImportedKernel, import_call
+from copyir.pallas.hook import Routed, routed
+
+Observer = Callable[[ImportedKernel, Any, dict], None]
+"""What sees each kernel's run: the import, its stream, its outputs."""
+
+
+@dataclasses.dataclass
+class _Session:
+    """One `checking()` extent: who observes, and the error a callback
+    raised that XLA has not yet handed back as its own."""
+
+    observe: Observer | None = None
+    failure: CopyIRError | None = None
+
+
+_sessions: list[_Session] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class _Equation:
+    """What `import_call` reads of a `pallas_call` equation."""
+
+    params: dict[str, Any]
+    invars: Sequence[Any]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CopyIR(Routed):
+    """Interpret-mode parameters that run each `pallas_call` on copyir."""
+
+    mode: str = "random"
+    seed: int = 0
+    opaque_compute: bool = False
+
+    def lower(self, operands: Sequence[Any], params: dict[str, Any]) -> Sequence[Any]:
+        import jax
+        from jax.experimental import io_callback
+
+        from copyir.api import lowered_stream
+
+        call = _Equation(params, operands)
+        imported = import_call(
+            call, None, FreshNames(), opaque_compute=self.opaque_compute
+        )
+        with gc_paused():
+            stream = lowered_stream(imported.module, in_place=True)
+        shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in params["out_avals"]]
+        run = _Run(imported, stream, self.mode, self.seed)
+        return io_callback(run, shapes, *operands, ordered=self.ordered)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Run:
+    """The host callback of one lowered `pallas_call` (hashed by identity,
+    as JAX requires of equation parameters)."""
+
+    imported: ImportedKernel
+    stream: Any
+    mode: str
+    seed: int
+
+    def __call__(self, *values: Any) -> list[Any]:
+        from copyir.backends.interpreter import run_stream
+
+        kernel = self.imported.called_on(values)
+        session = _sessions[-1] if _sessions else _Session()
+        try:
+            results = run_stream(self.stream, kernel.inputs, self.mode, self.seed)
+        except CopyIRError as err:
+            session.failure = err
+            raise
+        if session.observe is not None:
+            session.observe(kernel, self.stream, results)
+        return [results[name] for name in kernel.outputs]
+
+
+@contextlib.contextmanager
+def checking(
+    mode: str = "random",
+    seed: int = 0,
+    *,
+    opaque_compute: bool = False,
+    observe: Observer | None = None,
+) -> Iterator[None]:
+    """Run every `pallas_call` executed inside on copyir, in `mode`
+    (`random`, `eager` or `on_wait`) seeded by `seed`; the kernel's own
+    `interpret=` is ignored. A failed check raises its `CopyIRError`.
+    `observe(kernel, stream, outputs)` sees each kernel's run."""
+    if mode not in MODES:
+        raise CopyIRError(errors.RUN_UNKNOWN_MODE.format(mode=mode))
+    _quiet_callback_log()
+    session = _Session(observe)
+    _sessions.append(session)
+    try:
+        with routed(CopyIR(mode=mode, seed=seed, opaque_compute=opaque_compute)):
+            yield
+    except Exception as exc:
+        original = failure_behind(exc, session)
+        if original is None:
+            raise
+        raise original from None
+    finally:
+        _sessions.remove(session)
+
+
+def failure_behind(
+    exc: BaseException, session: _Session | None = None
+) -> CopyIRError | None:
+    """The `CopyIRError` a copyir callback raised that XLA turned into
+    `exc`, if it is one (consumed: it is handed back once)."""
+    import jax
+
+    found = [session] if session is not None else _sessions[::-1]
+    if not isinstance(exc, jax.errors.JaxRuntimeError):
+        return None
+    for candidate in found:
+        failure = candidate.failure
+        if failure is not None and str(failure).splitlines()[0] in str(exc):
+            candidate.failure = None
+            return failure
+    return None
+
+
+class _CopyIRFailures(logging.Filter):
+    """Drop JAX's log of a callback failure that is a copyir verdict: the
+    verdict is raised to the user, located."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CopyIRError)
+
+
+def _quiet_callback_log() -> None:
+    logger = logging.getLogger("jax._src.callback")
+    if not any(isinstance(f, _CopyIRFailures) for f in logger.filters):
+        logger.addFilter(_CopyIRFailures())

@@ -1,0 +1,450 @@
+"""`compare(f, *args)`: copyir and Pallas' TPU interpret mode, side by side.
+
+`f(*args)` runs both ways in the two completion modes both have (`eager`,
+`on_wait`; copyir's `random` has no Pallas counterpart): interpret mode
+with `InterpretParams(dma_execution_mode=mode, detect_races=True)`
+(`interpret_side.run_interpret`), copyir inside `checking(mode)`. Three
+things are compared, in order, each only where the one before agrees:
+
+- the verdicts: ok, error, race or hang (copyir's "a wait that can never
+  finish" is a hang it reports instead of waiting forever);
+- the outputs, bit for bit (NaN equal to NaN, whatever its payload);
+- the explicit DMAs' schedule, event for event, buffers and semaphores up
+  to renaming (`interpret_side.canonical`). Grid `BlockSpec` copies make no
+  events in interpret mode; where a kernel has them, only outputs are
+  compared.
+
+Every difference is matched against `KNOWN`, the divergences understood
+(each with its reason); one that matches none is *unclassified*: a bug of
+one side until someone shows which.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from copyir import errors
+from copyir.errors import CopyIRError
+from copyir.pallas.calls import ImportedKernel
+from copyir.pallas.interpret_side import InterpretRun, canonical, run_interpret
+
+MODES = ("eager", "on_wait")
+"""The completion modes both sides have."""
+
+ULPS = 4
+"""How far apart (in units in the last place) two floats may be and be
+called XLA's rewriting (`float-rewrites` below)."""
+
+
+@dataclass(frozen=True)
+class CopyIRRun:
+    """What one run on copyir gave (the same fields as `InterpretRun`)."""
+
+    verdict: str
+    """ok, error, race, hang or unsupported (a construct not imported)."""
+    outputs: list[np.ndarray] | None
+    events: list[tuple]
+    message: str
+    feature: str = ""
+    """For `unsupported`: what is not supported."""
+    adds: bool = False
+    """Whether a DMA of the run accumulates (`add=True`)."""
+    grid_copies: bool = False
+    """Whether a kernel of the run has grid `BlockSpec` copies."""
+    warned: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a known divergence is recognised by: one mode's two runs, and
+    interpret mode's run in the other mode."""
+
+    mode: str
+    ours: CopyIRRun
+    theirs: InterpretRun
+    theirs_other: InterpretRun | None
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """A difference understood: its name, what each side does and why."""
+
+    name: str
+    what: str
+    kind: str
+    """verdict, output or schedule: the comparison it explains."""
+    applies: Callable[[Evidence], bool]
+
+
+def _is(message: str, template: str) -> bool:
+    """Whether a message is an instance of an `errors` template."""
+    head = template.split("{")[0]
+    return bool(head) and message.startswith(head)
+
+
+def _uninitialized(e: Evidence) -> bool:
+    return e.theirs.verdict == "ok" and (
+        _is(e.ours.message, errors.RUN_UNINITIALIZED)
+        or _is(e.ours.message, errors.RUN_COMPUTE_UNINITIALIZED)
+    )
+
+
+def _leftovers(e: Evidence) -> bool:
+    return e.theirs.verdict == "ok" and any(
+        _is(e.ours.message, t)
+        for t in (
+            errors.RUN_LEFTOVERS,
+            errors.RUN_SCOPE_IN_FLIGHT,
+            errors.RUN_SEMAPHORE_NOT_ZERO,
+        )
+    )
+
+
+def _race_shown_by_pallas_itself(e: Evidence) -> bool:
+    """copyir reports a race interpret mode's detector did not, and
+    interpret mode's own outputs depend on its DMA timing: a race."""
+    other = e.theirs_other
+    return (
+        e.ours.verdict == "race"
+        and e.theirs.verdict == "ok"
+        and other is not None
+        and other.verdict == "ok"
+        and not _same_outputs(e.theirs.outputs, other.outputs)
+    )
+
+
+def _add_ignored(e: Evidence) -> bool:
+    return e.ours.adds
+
+
+def _float_rewrites(e: Evidence) -> bool:
+    ours, theirs = e.ours.outputs or [], e.theirs.outputs or []
+    return all(_within_ulps(a, b) for a, b in zip(ours, theirs, strict=True))
+
+
+def _order_only(e: Evidence) -> bool:
+    return sorted(map(repr, e.ours.events)) == sorted(map(repr, e.theirs.events))
+
+
+KNOWN: tuple[Divergence, ...] = (
+    Divergence(
+        "uninitialized-read",
+        "copyir refuses a read of memory nobody wrote; interpret mode reads "
+        "its uninitialized value (NaN) and goes on. Also a pipeline body "
+        "that writes part of its output window (issue 19c)",
+        "verdict",
+        _uninitialized,
+    ),
+    Divergence(
+        "dma-left-in-flight",
+        "copyir refuses a DMA never waited (at the kernel's or a scope's "
+        "end); interpret mode at most prints that a semaphore ends non-zero",
+        "verdict",
+        _leftovers,
+    ),
+    Divergence(
+        "race-missed-by-interpret-mode",
+        "copyir reports a race that interpret mode's detector does not, and "
+        "interpret mode's outputs differ between its eager and on_wait "
+        "modes: the race is real",
+        "verdict",
+        _race_shown_by_pallas_itself,
+    ),
+    Divergence(
+        "add-ignored",
+        "interpret mode ignores a DMA's add=True (its dma_start callback is "
+        "never given it: jax 0.10.2) and copies; copyir accumulates",
+        "output",
+        _add_ignored,
+    ),
+    Divergence(
+        "float-rewrites",
+        f"XLA on the CPU fuses multiply-add, folds constants across "
+        f"operations and turns x / c into x * (1 / c); copyir rounds each "
+        f"operation: floats within {ULPS} ULP",
+        "output",
+        _float_rewrites,
+    ),
+    Divergence(
+        "pipeline-order",
+        "the same DMAs in another order: copyir's pipeline schedule differs "
+        "from emit_pipeline's (issue 19a, 19b)",
+        "schedule",
+        _order_only,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Where the two sides differ in one mode, and what explains it."""
+
+    mode: str
+    kind: str
+    detail: str
+    known: Divergence | None
+
+    def __str__(self) -> str:
+        why = f"known: {self.known.name}" if self.known else "UNCLASSIFIED"
+        return f"{self.mode}: {self.kind} differs ({why}): {self.detail}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Both sides' runs in each mode, and the differences between them."""
+
+    runs: dict[str, tuple[CopyIRRun, InterpretRun]]
+    differences: list[Difference]
+
+    @property
+    def unsupported(self) -> str:
+        """What copyir does not support yet, if that stopped it."""
+        for ours, _ in self.runs.values():
+            if ours.verdict == "unsupported":
+                return ours.feature
+        return ""
+
+    @property
+    def unclassified(self) -> list[Difference]:
+        return [d for d in self.differences if d.known is None]
+
+    @property
+    def status(self) -> str:
+        """agrees, differs (known), differs (unclassified) or not supported."""
+        if self.unsupported:
+            return "not supported"
+        if not self.differences:
+            return "agrees"
+        return "differs (unclassified)" if self.unclassified else "differs (known)"
+
+    def report(self) -> list[str]:
+        """One line per mode and per difference, as `copyir check
+        --compare` prints them."""
+        lines = []
+        for mode, (ours, theirs) in self.runs.items():
+            lines.append(
+                f"{mode}: copyir {ours.verdict}, interpret mode {theirs.verdict}"
+                + _agreement(ours, theirs)
+            )
+        lines += [str(d) for d in self.differences]
+        return lines
+
+
+def _agreement(ours: CopyIRRun, theirs: InterpretRun) -> str:
+    if ours.verdict == "unsupported":
+        return f": {ours.feature} is not supported yet"
+    if ours.verdict != theirs.verdict:
+        return ""
+    parts = []
+    if ours.outputs is not None and theirs.outputs is not None:
+        parts.append(f"{len(ours.outputs)} outputs")
+    if not ours.grid_copies and ours.verdict == "ok":
+        parts.append(f"{len(ours.events)} DMA events")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def compare(
+    f: Callable[..., Any],
+    *args: Any,
+    modes: Sequence[str] = MODES,
+    timeout: float = 10.0,
+    opaque_compute: bool = False,
+) -> Comparison:
+    """`f(*args)` on copyir and in Pallas' TPU interpret mode, in each of
+    `modes`; a wait in interpret mode blocked longer than `timeout`
+    seconds is a hang."""
+    theirs = {m: run_interpret(f, args, mode=m, timeout=timeout) for m in modes}
+    runs: dict[str, tuple[CopyIRRun, InterpretRun]] = {}
+    differences: list[Difference] = []
+    for mode in modes:
+        ours = run_copyir(f, args, mode=mode, opaque_compute=opaque_compute)
+        runs[mode] = (ours, theirs[mode])
+        others = [theirs[m] for m in modes if m != mode]
+        evidence = Evidence(mode, ours, theirs[mode], others[0] if others else None)
+        differences += _differences(evidence)
+    return Comparison(runs, differences)
+
+
+def _differences(e: Evidence) -> list[Difference]:
+    ours, theirs = e.ours, e.theirs
+    if ours.verdict == "unsupported":
+        return []
+    if ours.verdict != theirs.verdict:
+        detail = f"copyir {ours.verdict} ({_first_line(ours.message)}), "
+        detail += f"interpret mode {theirs.verdict}"
+        detail += f" ({_first_line(theirs.message)})" if theirs.message else ""
+        return [_classified(e, "verdict", detail)]
+    if ours.verdict != "ok":
+        return []
+    found = []
+    outputs = _output_difference(ours.outputs, theirs.outputs)
+    if outputs:
+        found.append(_classified(e, "output", outputs))
+    if not ours.grid_copies and ours.events != theirs.events:
+        found.append(_classified(e, "schedule", _schedule_difference(e)))
+    return found
+
+
+def _classified(e: Evidence, kind: str, detail: str) -> Difference:
+    for divergence in KNOWN:
+        if divergence.kind == kind and divergence.applies(e):
+            return Difference(e.mode, kind, detail, divergence)
+    return Difference(e.mode, kind, detail, None)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _output_difference(
+    ours: list[np.ndarray] | None, theirs: list[np.ndarray] | None
+) -> str:
+    """Where two output lists first differ, bit for bit; "" if nowhere."""
+    ours, theirs = ours or [], theirs or []
+    if len(ours) != len(theirs):
+        return f"{len(ours)} outputs against {len(theirs)}"
+    for k, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {k}: {_aval(a)} against {_aval(b)}"
+        unequal = np.argwhere(~_bitwise_equal(a, b))
+        if len(unequal):
+            at = tuple(int(i) for i in unequal[0])
+            return (
+                f"output {k} differs at {len(unequal)} of {a.size} elements, "
+                f"the first at {list(at)}: {a[at]!r} against {b[at]!r}"
+            )
+    return ""
+
+
+def _aval(a: np.ndarray) -> str:
+    return f"{a.dtype}{list(a.shape)}"
+
+
+def _bitwise_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: the same bits, or both NaN."""
+    same = a.view(np.uint8).reshape(*a.shape, -1) == b.view(np.uint8).reshape(
+        *b.shape, -1
+    )
+    equal = same.all(axis=-1) if a.ndim or same.ndim else same
+    if a.dtype.kind in "fc" or "float" in a.dtype.name:
+        af, bf = a.astype(np.float64), b.astype(np.float64)
+        equal |= np.isnan(af) & np.isnan(bf)
+    return equal
+
+
+def _same_outputs(a: list[np.ndarray] | None, b: list[np.ndarray] | None) -> bool:
+    return a is not None and b is not None and not _output_difference(a, b)
+
+
+def _within_ulps(a: np.ndarray, b: np.ndarray) -> bool:
+    if not ("float" in a.dtype.name or a.dtype.kind == "f") or a.shape != b.shape:
+        return False
+    af, bf = a.astype(np.float64), b.astype(np.float64)
+    ulp = np.abs(np.spacing(b.astype(a.dtype)).astype(np.float64))
+    close = np.abs(af - bf) <= ULPS * ulp
+    return bool(np.all(close | (np.isnan(af) & np.isnan(bf))))
+
+
+def _schedule_difference(e: Evidence) -> str:
+    ours, theirs = e.ours.events, e.theirs.events
+    for k, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+        if a != b:
+            return f"event {k}: copyir {_event(a)}, interpret mode {_event(b)}"
+    k = min(len(ours), len(theirs))
+    counts = f"copyir has {len(ours)} DMA events, interpret mode {len(theirs)}"
+    return f"{counts} (from event {k})"
+
+
+def _event(event: tuple) -> str:
+    if event[0] == "start":
+        _, (src, src_region), (dst, dst_region), sem = event
+        return (
+            f"start {src}{_region(src_region)} -> {dst}{_region(dst_region)} on {sem}"
+        )
+    return f"wait {event[1]} {event[2]}"
+
+
+def _region(region: tuple) -> str:
+    return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in region) + "]"
+
+
+_UNSUPPORTED = re.compile(r"^(.*) is not supported yet")
+
+
+def run_copyir(
+    f: Callable[..., Any], args: Sequence[Any], *, mode: str, opaque_compute: bool
+) -> CopyIRRun:
+    """`f(*args)` inside `checking(mode)`: its verdict, outputs and DMA
+    events (every kernel's buffers and semaphores kept apart)."""
+    import jax
+
+    from copyir.backends.interpreter import dma_events
+    from copyir.pallas.api import run
+
+    seen = _Observed()
+
+    def observe(kernel: ImportedKernel, stream: Any, outputs: dict) -> None:
+        seen.events += [_tagged(event, seen.kernels) for event in dma_events(stream)]
+        seen.kernels += 1
+        seen.adds |= bool(stream.instructions["add"].any())
+        seen.grid_copies |= kernel.grid_copies
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = run(
+                f, *args, mode=mode, opaque_compute=opaque_compute, observe=observe
+            )
+        except CopyIRError as err:
+            message = str(err)
+            found = _UNSUPPORTED.match(message)
+            if found:
+                return CopyIRRun("unsupported", None, [], message, found.group(1))
+            return CopyIRRun(_verdict(message), None, [], message)
+    outputs = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
+    return CopyIRRun(
+        "ok",
+        outputs,
+        canonical(seen.events),
+        "",
+        adds=seen.adds,
+        grid_copies=seen.grid_copies,
+        warned=[str(w.message) for w in caught],
+    )
+
+
+@dataclass
+class _Observed:
+    """What the kernels of one copyir run showed."""
+
+    events: list[tuple] = field(default_factory=list)
+    kernels: int = 0
+    adds: bool = False
+    grid_copies: bool = False
+
+
+def _tagged(event: tuple, kernel: int) -> tuple:
+    """An event whose buffers and semaphores are told apart per kernel."""
+    if event[0] == "start":
+        _, ((src_space, src), src_region), ((dst_space, dst), dst_region), sem = event
+        return (
+            "start",
+            ((src_space, (kernel, src)), src_region),
+            ((dst_space, (kernel, dst)), dst_region),
+            (kernel, sem),
+        )
+    return ("wait", (kernel, event[1]), event[2])
+
+
+def _verdict(message: str) -> str:
+    if message.startswith("Race") or message.startswith("Parallel loop"):
+        return "race"
+    if _is(message, errors.RUN_UNSATISFIABLE_WAIT):
+        return "hang"
+    return "error"
