@@ -60,6 +60,7 @@ _HANDLERS: dict[str, Callable[[BodyImporter, Any, list], Any]] = {
     "neg": BodyImporter.integer,
     "convert_element_type": BodyImporter.convert,
     "select_n": BodyImporter.select,
+    "multiple_of": BodyImporter.hint,
     "program_id": BodyImporter.program_id,
     "num_programs": BodyImporter.num_programs,
     "dma_start": BodyImporter.dma,

@@ -108,6 +108,12 @@ class Integers(Arrays):
             return value  # bool to int for `cond`, int32 to int32
         return self.vector(eqn, args)
 
+    def hint(self, eqn, args: list[Value]) -> Any:
+        """`pl.multiple_of(x, n)`: a promise to the compiler, the value
+        itself (copyir's bounds are exact without it)."""
+        (value,) = args
+        return value
+
     def select(self, eqn, args: list[Value]) -> Any:
         which, *cases = args
         if isinstance(which, bool | int | np.integer | np.bool_):

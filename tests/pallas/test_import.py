@@ -948,3 +948,26 @@ def test_a_kernel_inside_a_scan_of_the_caller_runs_but_does_not_import():
     with pytest.raises(copyir.CopyIRError) as caught:
         import_kernels(f, X)
     assert str(caught.value) == errors.PALLAS_CALL_INSIDE.format(primitive="scan")
+
+
+def test_multiple_of_is_the_value_itself():
+    """`pl.multiple_of(i * 8, 8)` (the pipelining doc's dynamic block
+    example) imports as `i * 8`: a hint to Mosaic, no operation."""
+
+    def kernel(hinted: bool):
+        def copy_rows(x, y, buf, sem):
+            def body(i, carry):
+                start = pl.multiple_of(i * 8, 8) if hinted else i * 8
+                pltpu.sync_copy(x.at[pl.ds(start, 8)], buf.at[pl.ds(0, 8)])
+                pltpu.sync_copy(buf.at[pl.ds(0, 8)], y.at[pl.ds(start, 8)])
+                return carry
+
+            jax.lax.fori_loop(0, 2, body, 0)
+
+        return copy_rows
+
+    scratch = [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+    with_hint = imported_text(lambda: hbm_call(kernel(True), X, scratch))
+    assert with_hint == imported_text(lambda: hbm_call(kernel(False), X, scratch))
+    out = run(lambda: hbm_call(kernel(True), X, scratch), mode="on_wait")
+    np.testing.assert_array_equal(out, X)
