@@ -22,9 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from copyir import errors
-from copyir.errors import CopyIRError, Located
-from copyir.machine import MODES
+from copyir.errors import Located
 from copyir.mlir import gc_paused
 from copyir.names import FreshNames
 from copyir.pallas.calls import ImportedKernel, grid_semantics, import_call
@@ -34,10 +32,12 @@ Observer = Callable[[ImportedKernel, Any, dict], None]
 """What sees each kernel's run: the import, its stream, its outputs."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class _Session:
     """One `checking()` extent: who observes, and the error a callback
-    raised that XLA has not yet handed back as its own."""
+    raised that XLA has not yet handed back as its own. Callbacks run on
+    XLA's threads and find the innermost session at run time: two threads
+    checking at once share the innermost one."""
 
     observe: Observer | None = None
     failure: Located | None = None
@@ -151,8 +151,9 @@ def checking(
     `observe(kernel, stream, outputs)` sees each kernel's run; `replay`
     gives the grid points in the order to visit them, kernel after kernel
     (the parallel dimensions' orders are taken from it)."""
-    if mode not in MODES:
-        raise CopyIRError(errors.RUN_UNKNOWN_MODE.format(mode=mode))
+    from copyir.backends.interpreter.completion import completion_model
+
+    completion_model(mode, seed)  # an unknown mode or a bad seed, here
     _quiet_callback_log()
     session = _Session(observe, replay=None if replay is None else list(replay))
     _sessions.append(session)
@@ -171,9 +172,9 @@ def checking(
 def failure_behind(
     exc: BaseException, session: _Session | None = None
 ) -> Located | None:
-    """The `CopyIRError` (or warning raised as an error) a copyir callback
-    raised that XLA turned into
-    `exc`, if it is one (consumed: it is handed back once)."""
+    """The `CopyIRError` (or warning raised as an error) that a copyir
+    callback raised and XLA turned into `exc`, if it is one; consumed:
+    it is handed back once."""
     import jax
 
     found = [session] if session is not None else _sessions[::-1]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -53,14 +54,25 @@ def _dispatch(*operands: Any, interpret_params: Any, **params: Any) -> Sequence[
     return _PALLAS_INTERPRETER(*operands, interpret_params=interpret_params, **params)
 
 
-_forcing: list[InterpretParams] = []
+class _Forcing(threading.local):
+    """The params forced in this thread, innermost last: per thread, as
+    JAX's config is, so that a call bound in another thread meanwhile is
+    neither forced nor cached as if it were."""
+
+    stack: list[InterpretParams]
+
+    def __init__(self) -> None:
+        self.stack = []
+
+
+_forcing = _Forcing()
 
 
 def _forced_bind(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def bind(*args: Any, **params: Any) -> Any:
-        if _forcing:
-            params["interpret"] = _forcing[-1]
+        if _forcing.stack:
+            params["interpret"] = _forcing.stack[-1]
         return real(*args, **params)
 
     return bind
@@ -83,11 +95,11 @@ def forced(params: InterpretParams) -> Iterator[None]:
     """Every `pallas_call` bound inside runs with `interpret=params`."""
     install()
     previous = config.pallas_tpu_interpret_mode_context_manager.swap_local(params)
-    _forcing.append(params)
+    _forcing.stack.append(params)
     try:
         yield
     finally:
-        _forcing.pop()
+        _forcing.stack.pop()
         config.pallas_tpu_interpret_mode_context_manager.set_local(previous)
 
 

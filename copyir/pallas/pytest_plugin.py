@@ -50,12 +50,16 @@ def copyir_checking(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    """Report the `CopyIRError` behind a `JaxRuntimeError`, located."""
+    """Report the `CopyIRError` behind a `JaxRuntimeError`, located. After
+    the report is made: pytest's `unittest` support puts a `TestCase`'s
+    exception into `call.excinfo` only then."""
+    report = yield
     checking = sys.modules.get("copyir.pallas.checking")
-    if checking is not None and call.excinfo is not None:
+    if checking is not None and call.excinfo is not None and report.failed:
         original = checking.failure_behind(call.excinfo.value)
         if original is not None:
             call.excinfo = pytest.ExceptionInfo.from_exception(original)
-    return (yield)
+            report.longrepr = item.repr_failure(call.excinfo)
+    return report

@@ -184,6 +184,9 @@ class AddOneTest(unittest.TestCase):
     def test_add_one(self):
         x = jnp.zeros((8, 128), jnp.float32)
         np.testing.assert_array_equal(add_one(x), x + 1.0)
+
+    def test_racy_copy(self):
+        jax.jit(racy_copy)(jnp.ones((8, 128), jnp.float32)).block_until_ready()
 """
 
 
@@ -207,8 +210,11 @@ def test_an_existing_test_file_runs_under_copyir_with_one_added_line(tmp_path):
         timeout=300,
     )
     out = done.stdout
-    assert "1 failed, 2 passed" in out, out
+    assert "2 failed, 2 passed" in out, out
     assert "FAILED test_user.py::test_racy_copy - copyir.errors.CopyIRError" in out
+    assert (
+        "FAILED test_user.py::AddOneTest::test_racy_copy - copyir.errors.CopyIRError"
+    ) in out
     assert race_message().split(" while ")[0] in out, out
     assert "JaxRuntimeError" not in out
 
@@ -228,3 +234,41 @@ def test_a_warning_made_an_error_is_raised_located_too():
     assert str(caught.value) == errors.RUN_PARTLY_WRITTEN.format(
         name="y", unwritten=1024, size=2048, first="y[8, 0]"
     )
+
+
+def test_nested_contexts_with_the_same_arguments_keep_their_own_errors():
+    with pytest.raises(CopyIRError) as caught, checking("eager"):
+        with checking("eager"):
+            pass
+        jax.jit(racy_copy)(jnp.ones((8, 128), jnp.float32)).block_until_ready()
+    assert str(caught.value).startswith("Race: this computation writes buf")
+
+
+def test_a_bad_seed_is_refused_at_the_start():
+    with pytest.raises(CopyIRError) as caught, checking("random", seed=-1):
+        pass
+    assert str(caught.value) == errors.RUN_BAD_SEED.format(seed=-1)
+
+
+def test_another_thread_meanwhile_runs_pallas_not_copyir():
+    """JAX's config is per thread, and so is what `checking` forces: a
+    kernel another thread runs meanwhile runs in Pallas' interpret mode
+    (the race kernel, which copyir refuses, gives an answer), and is not
+    cached as copyir's."""
+    import threading
+
+    racy = jax.jit(racy_copy)
+    x = jnp.ones((8, 128), jnp.float32)
+    answers: list = []
+
+    def elsewhere():
+        answers.append(np.asarray(racy(x, interpret=pltpu.InterpretParams())))
+
+    racy = jax.jit(racy_copy, static_argnames="interpret")
+    with checking("eager"):
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+    assert len(answers) == 1 and answers[0].shape == (8, 128)
+    again = racy(x, interpret=pltpu.InterpretParams())
+    assert np.array_equal(np.asarray(again), answers[0])
