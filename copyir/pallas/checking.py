@@ -79,6 +79,9 @@ class CopyIR(Routed):
     mode: str = "random"
     seed: int = 0
     opaque_compute: bool = False
+    adds_as_copies: bool = False
+    """Run DMAs given `add=True` as copies, as interpret mode does (jax
+    0.10.2): `compare` tells that divergence apart with it."""
 
     def lower(self, operands: Sequence[Any], params: dict[str, Any]) -> Sequence[Any]:
         import jax
@@ -92,6 +95,8 @@ class CopyIR(Routed):
         )
         with gc_paused():
             stream = lowered_stream(imported.module, in_place=True)
+        if self.adds_as_copies:
+            stream.instructions["add"] = False
         shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in params["out_avals"]]
         grid = tuple(params["grid_mapping"].grid)
         semantics = grid_semantics(params.get("compiler_params"), len(grid)) or []
@@ -144,6 +149,7 @@ def checking(
     opaque_compute: bool = False,
     observe: Observer | None = None,
     replay: Sequence[tuple[int, ...]] | None = None,
+    adds_as_copies: bool = False,
 ) -> Iterator[None]:
     """Run every `pallas_call` executed inside on copyir, in `mode`
     (`random`, `eager` or `on_wait`) seeded by `seed`; the kernel's own
@@ -158,7 +164,13 @@ def checking(
     session = _Session(observe, replay=None if replay is None else list(replay))
     _sessions.append(session)
     try:
-        with forced(CopyIR(mode=mode, seed=seed, opaque_compute=opaque_compute)):
+        params = CopyIR(
+            mode=mode,
+            seed=seed,
+            opaque_compute=opaque_compute,
+            adds_as_copies=adds_as_copies,
+        )
+        with forced(params):
             yield
     except Exception as exc:
         original = failure_behind(exc, session)

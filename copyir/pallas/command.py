@@ -178,12 +178,11 @@ def compare_command(args: argparse.Namespace) -> int:
     """`copyir check --compare`: one line per mode, one per difference;
     exit 1 where copyir stopped at an unsupported construct or a
     difference is unclassified."""
-    from copyir.pallas.compare import MODES as BOTH
-    from copyir.pallas.compare import compare
+    from copyir.pallas.compare import SHARED_MODES, compare
 
     _traced(args)  # the user's exceptions are told apart here
     function = load_function(args.file, args.call)
-    modes = [args.mode] if args.mode in BOTH else list(BOTH)
+    modes = [args.mode] if args.mode in SHARED_MODES else list(SHARED_MODES)
     comparison = compare(
         function, modes=modes, timeout=args.timeout, opaque_compute=args.opaque_compute
     )
