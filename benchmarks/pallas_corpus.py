@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import pickle
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +37,9 @@ STATUSES = (
     "not supported",
     "copyir failed",
 )
+
+
+SHARD_MAP = "a kernel under `shard_map` (its mesh axes), replayed alone"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,10 @@ def compare_unit(unit: Any) -> UnitVerdict:
     try:
         comparison = compare(call, timeout=5.0)
     except Exception as err:  # reported as copyir's failure, never hidden
+        if isinstance(err, NameError) and "unbound axis name" in str(err):
+            # The call ran under `shard_map` (remote DMAs); replayed alone,
+            # its mesh axes are gone: neither side can run it here.
+            return UnitVerdict("not supported", SHARD_MAP)
         return UnitVerdict("copyir failed", f"{type(err).__name__}: {err}"[:300])
     return UnitVerdict(
         comparison.status,
@@ -89,9 +97,16 @@ def unit_lines(outcomes: Sequence[Any]) -> list[str]:
     return lines
 
 
+def test_method(test_id: str) -> str:
+    """A case's test method: its id without the parameterisation (absl's
+    number and arguments)."""
+    return re.sub(r"\d*( \(.*\))?$", "", test_id)
+
+
 def summary(outcomes: Sequence[Any]) -> str:
     """The README's table: cases, kernels, and what became of them; the
-    blocking features ranked by the units that need them."""
+    blocking features ranked by the kernels that need them (and the test
+    methods those come from: parameterisations multiply kernels)."""
     verdicts = [u.result for o in outcomes for u in o.units]
     counts = collections.Counter(
         v.status if isinstance(v, UnitVerdict) else "copyir failed" for v in verdicts
@@ -111,15 +126,21 @@ def summary(outcomes: Sequence[Any]) -> str:
         f"| not supported yet | {counts['not supported']} |",
         f"| copyir failed (a bug) | {counts['copyir failed']} |",
         "",
-        "| kernels | blocked by |",
-        "| ---: | --- |",
+        "| kernels | tests | blocked by |",
+        "| ---: | ---: | --- |",
     ]
-    features = collections.Counter(
-        v.feature
-        for v in verdicts
-        if isinstance(v, UnitVerdict) and v.status == "not supported"
-    )
-    lines += [f"| {n} | {feature} |" for feature, n in features.most_common()]
+    kernels: collections.Counter[str] = collections.Counter()
+    tests: dict[str, set[str]] = collections.defaultdict(set)
+    for outcome in outcomes:
+        for unit in outcome.units:
+            v = unit.result
+            if isinstance(v, UnitVerdict) and v.status == "not supported":
+                kernels[v.feature] += 1
+                tests[v.feature].add(test_method(unit.test_id))
+    lines += [
+        f"| {n} | {len(tests[feature])} | {feature} |"
+        for feature, n in kernels.most_common()
+    ]
     known = collections.Counter(
         name for v in verdicts if isinstance(v, UnitVerdict) for name in v.known
     )

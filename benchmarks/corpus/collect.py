@@ -289,7 +289,7 @@ def interpreting(params: Any) -> contextlib.AbstractContextManager[Any]:
 
     hook = _hook()
     if hook is not None:
-        return hook.routed(hook.Capture(pallas=params))
+        return hook.forced(hook.Capture(pallas=params))
     return pltpu.force_tpu_interpret_mode(params)
 
 

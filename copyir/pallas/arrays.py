@@ -99,6 +99,8 @@ class Arrays(Refs):
         """An elementwise operation on arrays: a scalar op of the computation
         where copyir has one, else an opaque one (or an error)."""
         name = eqn.primitive.name
+        if eqn.primitive.multiple_results:  # `split`, of `jnp.unstack`
+            raise self.unsupported(f"`{name}`")
         aval = eqn.outvars[0].aval
         dtype = _dtype_of(self, aval.dtype)
         operands = []

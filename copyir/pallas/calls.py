@@ -168,7 +168,7 @@ def import_call(
         smem = AllocOp(
             ref_type(
                 tuple(operand_avals[k].shape),
-                element_of(operand_avals[k].dtype),
+                _element(operand_avals[k].dtype),
                 "smem",
             ),
             taken(names[k] + "_smem"),
@@ -269,7 +269,16 @@ def _is_blocked(var) -> bool:
 
 
 def _hbm_type(aval) -> Any:
-    return ref_type(tuple(aval.shape), element_of(aval.dtype), "hbm")
+    return ref_type(tuple(aval.shape), _element(aval.dtype), "hbm")
+
+
+def _element(dtype: Any) -> Any:
+    """An operand's element type; one copyir lacks (`float8_e4m3fn`) is
+    not supported yet."""
+    try:
+        return element_of(dtype)
+    except (KeyError, TypeError):
+        raise unsupported(f"the dtype {dtype}", None) from None
 
 
 def grid_semantics(compiler_params, rank: int) -> list[str] | None:

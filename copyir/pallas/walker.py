@@ -159,8 +159,11 @@ class Walker:
         where the import runs while JAX lowers the call)."""
         import jax
 
-        with jax.ensure_compile_time_eval():
-            outs = eqn.primitive.bind(*args, **eqn.params)
+        try:
+            with jax.ensure_compile_time_eval():
+                outs = eqn.primitive.bind(*args, **eqn.params)
+        except NotImplementedError:  # a kernel-only primitive: `prng_seed`
+            raise self.unsupported(f"`{eqn.primitive.name}`") from None
         if eqn.primitive.multiple_results:
             return [python_value(o) for o in outs]
         return python_value(outs)
