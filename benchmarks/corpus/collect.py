@@ -489,7 +489,9 @@ def worker(job: str, out: Path, skip: set[str], replay: set[str], on_unit: str) 
 
 
 def _read_records(path: Path) -> list[tuple[Any, ...]]:
-    records = []
+    records: list[tuple[Any, ...]] = []
+    if not path.exists():  # stopped before it started
+        return records
     with path.open("rb") as f:
         while True:
             try:
@@ -537,10 +539,12 @@ def run_job(
             if cases is None:
                 reason = stopped or f"crashed: {_last_line(log)}"
                 return [Outcome(job, source, "crashed", f"cannot load: {reason}")]
-            if current is not None:
-                status = "timeout" if stopped == "timeout" else "crashed"
-                reason = stopped or f"worker died: {_last_line(log)}"
-                done[current] = Outcome(current, source, status, reason)
+            if current is not None and stopped == "timeout":
+                reason = f"over {test_timeout:g} s"
+                done[current] = Outcome(current, source, "timeout", reason)
+            elif current is not None and not stopped:
+                reason = f"worker died: {_last_line(log)}"
+                done[current] = Outcome(current, source, "crashed", reason)
             if stopped == "budget" or len(done) == before:
                 # Out of time, or a worker that dies between cases.
                 status = "not run" if stopped == "budget" else "crashed"
@@ -602,8 +606,6 @@ def _run_worker(
 
 
 def _latest_start(out: Path) -> str | None:
-    if not out.exists():
-        return None
     latest = None
     for record in _read_records(out):
         if record[0] == "start":
@@ -698,4 +700,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as the module `collect`, as the workers are: every record is then a
+    # `collect.Outcome`, and a saved file unpickles wherever collect imports.
+    sys.path.insert(0, str(HERE))
+    import collect
+
+    collect.main()
