@@ -971,3 +971,40 @@ def test_multiple_of_is_the_value_itself():
     assert with_hint == imported_text(lambda: hbm_call(kernel(False), X, scratch))
     out = run(lambda: hbm_call(kernel(True), X, scratch), mode="on_wait")
     np.testing.assert_array_equal(out, X)
+
+
+def test_what_the_corpus_found_is_not_supported_yet_not_a_crash():
+    """Kernels of jax's own tests (`benchmarks/pallas_corpus.py` found them
+    crashing the import): a float8 operand (`tpu_pallas_test.py`'s dtype
+    tests), `jnp.unstack` (`test_float32_unstack`: a jit of `split`, a
+    primitive of several results) and `prng_seed` (`tpu_pallas_random_test.py`), which
+    JAX cannot evaluate outside a kernel."""
+
+    def copy(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    def unstack(x_ref, o1, o2):
+        a, b = jnp.unstack(x_ref[...], axis=0)
+        o1[...] = a
+        o2[...] = b
+
+    def seeded(o_ref):
+        pltpu.prng_seed(0)
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+    f8 = jnp.zeros((8, 128), jnp.float8_e4m3fn)
+    two = jnp.zeros((2, 128), jnp.float32)
+    row = jax.ShapeDtypeStruct((128,), jnp.float32)
+    cases = [
+        (lambda: pl.pallas_call(copy, out_shape=f8)(f8), ["the dtype float8_e4m3fn"]),
+        (
+            lambda: pl.pallas_call(unstack, out_shape=(row, row))(two),
+            ["`unstack`", "`split`"],
+        ),
+        (lambda: pl.pallas_call(seeded, out_shape=two)(), ["`prng_seed`"]),
+    ]
+    for f, whats in cases:
+        with pytest.raises(copyir.CopyIRError) as caught:
+            run(f, mode="eager")
+        message = str(caught.value)
+        assert any(message.startswith(f"{w} is not supported yet") for w in whats)
