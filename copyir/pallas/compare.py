@@ -115,6 +115,10 @@ def _leftovers(e: Evidence) -> bool:
     )
 
 
+def _parallel_revisit(e: Evidence) -> bool:
+    return e.theirs.verdict == "ok" and _is(e.ours.message, errors.PARALLEL_REVISIT)
+
+
 def _race_shown_by_pallas_itself(e: Evidence) -> bool:
     """copyir reports a race interpret mode's detector did not, and
     interpret mode's own outputs depend on its DMA timing: a race."""
@@ -165,6 +169,14 @@ KNOWN: tuple[Divergence, ...] = (
         "end); interpret mode at most prints that a semaphore ends non-zero",
         "verdict",
         _leftovers,
+    ),
+    Divergence(
+        "parallel-revisit",
+        "copyir refuses a grid whose parallel dimension visits one output "
+        "block twice (its iterations may run on different cores); interpret "
+        "mode runs them one after the other and writes the block twice",
+        "verdict",
+        _parallel_revisit,
     ),
     Divergence(
         "race-missed-by-interpret-mode",

@@ -300,3 +300,28 @@ def test_a_scalar_output_is_compared():
     )
     assert comparison.status == "agrees", comparison.report()
     assert comparison.runs["eager"][0].outputs[0].shape == ()
+
+
+def test_a_parallel_dimension_revisiting_an_output_block():
+    """jax's `test_two_cores_along_parallel_dimension_with_race`
+    (tpu_pallas_interpret_test.py): both iterations of a parallel grid
+    write the one output block. copyir refuses it (`PARALLEL_REVISIT`);
+    interpret mode, on one core, writes it twice."""
+
+    def kernel(x_ref, o_ref, vmem_ref):
+        vmem_ref[...] = x_ref[...]
+        o_ref[...] = x_ref[...] + vmem_ref[...]
+
+    def f(x):
+        return pl.pallas_call(
+            kernel,
+            grid=(2,),
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)],
+            scratch_shapes=[pltpu.VMEM(x.shape, x.dtype)],
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        )(x)
+
+    comparison = compare(f, jnp.ones((8, 128), jnp.float32))
+    assert known(comparison) == {"parallel-revisit"}, comparison.report()
+    assert comparison.status == "differs (known)"
