@@ -27,8 +27,9 @@ from copyir.mlir import gc_paused
 from copyir.names import FreshNames
 from copyir.pallas.calls import ImportedKernel, grid_semantics, import_call
 from copyir.pallas.hook import Routed, forced
+from copyir.stream import Stream
 
-Observer = Callable[[ImportedKernel, Any, dict], None]
+Observer = Callable[[ImportedKernel, Stream, dict[str, np.ndarray]], None]
 """What sees each kernel's run: the import, its stream, its outputs."""
 
 
@@ -111,7 +112,7 @@ class _Run:
     as JAX requires of equation parameters)."""
 
     imported: ImportedKernel
-    stream: Any
+    stream: Stream
     mode: str
     seed: int
     grid: tuple[int, ...]

@@ -18,7 +18,6 @@ import pytest
 
 jax = pytest.importorskip("jax", reason="the Pallas frontend needs JAX")
 jnp = pytest.importorskip("jax.numpy")
-from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
 from copyir import errors  # noqa: E402
@@ -27,10 +26,8 @@ from copyir.pallas.checking import checking  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "pallas"))
+from pallas_calls import X, hbm_call  # noqa: E402
 from race import racy_copy  # noqa: E402
-
-ANY = pl.BlockSpec(memory_space=pl.ANY)
-X = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
 
 
 def bump_kernel(x, y, buf, sem):
@@ -39,21 +36,8 @@ def bump_kernel(x, y, buf, sem):
     pltpu.sync_copy(buf, y)
 
 
-def hbm_call(kernel, interpret=False):
-    """A call of `kernel` on one (16, 128) HBM array, with a VMEM buffer of
-    its size and a DMA semaphore."""
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
-        in_specs=[ANY],
-        out_specs=ANY,
-        scratch_shapes=[pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA],
-        interpret=interpret,
-    )
-
-
 def bump(x, interpret=False):
-    return hbm_call(bump_kernel, interpret)(x)
+    return hbm_call(bump_kernel, interpret=interpret)(x)
 
 
 def runs_seen(f, *args, mode="eager"):

@@ -29,20 +29,7 @@ import double_buffer  # noqa: E402
 import grid_blockspec  # noqa: E402
 import race  # noqa: E402
 import sync_copy_tree  # noqa: E402
-
-ANY = pl.BlockSpec(memory_space=pl.ANY)
-X = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
-SCRATCH = [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
-
-
-def hbm_call(kernel, scratch=SCRATCH):
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
-        in_specs=[ANY],
-        out_specs=ANY,
-        scratch_shapes=scratch,
-    )
+from pallas_calls import ANY, X, hbm_call  # noqa: E402
 
 
 def known(comparison) -> set[str]:
@@ -84,15 +71,17 @@ def test_a_schedule_is_compared_event_for_event():
         assert (difference.known and difference.known.name) == known
 
 
-def test_add_is_ignored_by_interpret_mode():
-    def kernel(x, y, buf, sem):
-        pltpu.sync_copy(x, y)
-        pltpu.sync_copy(x, buf)
-        copy = pltpu.make_async_copy(buf, y, sem)
-        copy.start(add=True)
-        copy.wait()
+def accumulate_kernel(x, y, buf, sem):
+    """y = x, then x added to y by a DMA (`add=True`): 2x on copyir."""
+    pltpu.sync_copy(x, y)
+    pltpu.sync_copy(x, buf)
+    copy = pltpu.make_async_copy(buf, y, sem)
+    copy.start(add=True)
+    copy.wait()
 
-    comparison = compare(lambda: hbm_call(kernel)(X))
+
+def test_add_is_ignored_by_interpret_mode():
+    comparison = compare(lambda: hbm_call(accumulate_kernel)(X))
     assert comparison.status == "differs (known)", comparison.report()
     assert known(comparison) == {"add-ignored"}
     ours, theirs = comparison.runs["eager"]
@@ -251,13 +240,6 @@ def test_add_ignored_explains_only_what_copying_explains(monkeypatch):
     """With an `add=True` DMA in the kernel, an output difference that
     copyir's run with its DMAs copying does not reproduce is unclassified."""
 
-    def kernel(x, y, buf, sem):
-        pltpu.sync_copy(x, y)
-        pltpu.sync_copy(x, buf)
-        copy = pltpu.make_async_copy(buf, y, sem)
-        copy.start(add=True)
-        copy.wait()
-
     real = compare_module.run_copyir
 
     def off_when_copying(*args, adds_as_copies=False, **kwargs):
@@ -269,7 +251,7 @@ def test_add_ignored_explains_only_what_copying_explains(monkeypatch):
         )
 
     monkeypatch.setattr(compare_module, "run_copyir", off_when_copying)
-    comparison = compare(lambda: hbm_call(kernel)(X), modes=["eager"])
+    comparison = compare(lambda: hbm_call(accumulate_kernel)(X), modes=["eager"])
     assert comparison.status == "differs (unclassified)", comparison.report()
 
 

@@ -18,26 +18,12 @@ jax = pytest.importorskip("jax", reason="the Pallas frontend needs JAX")
 jnp = pytest.importorskip("jax.numpy")
 from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
+from pallas_calls import X, hbm_call  # noqa: E402
 
 import copyir  # noqa: E402
 from copyir import errors  # noqa: E402
 from copyir.pallas import import_kernels, jax_compat  # noqa: E402
 from copyir.pallas.jaxpr_source import shown  # noqa: E402
-
-ANY = pl.BlockSpec(memory_space=pl.ANY)
-X = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
-SCRATCH = [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
-
-
-def hbm_call(kernel, scratch=SCRATCH, **options):
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct(X.shape, X.dtype),
-        in_specs=[ANY],
-        out_specs=ANY,
-        scratch_shapes=scratch,
-        **options,
-    )
 
 
 def refused(what: str, kernel, line: int | None) -> str:
