@@ -23,6 +23,7 @@ from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 from copyir import errors  # noqa: E402
 from copyir.errors import CopyIRError  # noqa: E402
 from copyir.pallas.checking import checking  # noqa: E402
+from copyir.pallas.jaxpr_source import shown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "pallas"))
@@ -105,7 +106,11 @@ def test_an_unsupported_construct_is_raised_when_jax_lowers_the_call():
     call = hbm_call(exp_kernel)
     with pytest.raises(CopyIRError) as caught, checking("eager"):
         jax.jit(call)(X)
-    assert str(caught.value).startswith("`exp` is not supported yet")
+    line = exp_kernel.__code__.co_firstlineno + 2
+    where = f" ({shown(__file__)}:{line})"
+    assert str(caught.value) == errors.PALLAS_UNSUPPORTED.format(
+        what="`exp`", where=where
+    )
 
 
 def test_outside_the_context_pallas_runs_its_own_interpreter_again():

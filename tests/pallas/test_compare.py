@@ -307,3 +307,21 @@ def test_a_parallel_dimension_revisiting_an_output_block():
     comparison = compare(f, jnp.ones((8, 128), jnp.float32))
     assert known(comparison) == {"parallel-revisit"}, comparison.report()
     assert comparison.status == "differs (known)"
+
+
+def test_multiple_of_agrees_with_interpret_mode():
+    """`pl.multiple_of`, imported as its value (the pipelining doc's
+    dynamic block kernel uses it), side by side: outputs and schedule."""
+
+    def kernel(x, y, buf, sem):
+        def body(i, carry):
+            rows = pl.ds(pl.multiple_of(i * 8, 8), 8)
+            pltpu.sync_copy(x.at[rows], buf.at[pl.ds(0, 8)])
+            pltpu.sync_copy(buf.at[pl.ds(0, 8)], y.at[rows])
+            return carry
+
+        jax.lax.fori_loop(0, 2, body, 0)
+
+    comparison = compare(lambda: hbm_call(kernel)(X))
+    assert comparison.status == "agrees", comparison.report()
+    assert len(comparison.runs["on_wait"][0].events) == 8
