@@ -204,9 +204,25 @@ REVISITED = (
     "Revisited block {block} of output {output} in iteration {iteration}. The "
     "block was previously visited in iterations {first} through {last} ."
 )
+NO_PARALLEL_DIMENSION = (
+    "Cannot partition over cores without parallel grid dimensions:"
+    " dimension_semantics={semantics}"
+)
+REVISIT_MODE = (
+    "emit_pipeline does not implement RevisitMode. A block may be"
+    " revisited once the previous write back has landed: it is awaited"
+    " out_buffer_count - 1 steps after the visit that wrote it, and an"
+    " input_output block is re-fetched in_buffer_count - 1 steps before"
+    " the revisit, so visits must be in_buffer_count +"
+    " out_buffer_count - 1 grid steps apart."
+)  # JAX 0.12, pipeline.py, _make_pipeline_allocations
 # copyir's own:
 MALFORMED_PIPELINE = "Malformed pipeline: {why}"
-PIPELINE_OPERAND_SPACE = "Pipeline operand {name} must be in hbm, got {type}"
+CORES_ON_KERNEL_GRID = (
+    "cores= partitions an emit_pipeline over cores; a kernel grid's parallel "
+    "dimensions are split across cores by the chip (drop kernel_grid or cores=)"
+)
+CORES_NOT_POSITIVE = "cores= must be at least 1, got {cores}"
 INDEX_MAP_RANK = (
     "The index map of {name}, {map}, must take the grid's {grid} indices to "
     "{rank} block indices"

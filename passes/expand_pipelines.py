@@ -35,6 +35,7 @@ rest of the lowering turns into the stream.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import ChainMap
 from dataclasses import dataclass
 from typing import cast
@@ -235,31 +236,85 @@ class _Expansion:
         """The kernel's names: the window buffers and semaphores get fresh
         ones (two pipelines over one input, `in x` and `out x`, a scratch
         the user named `x_window`)."""
-        self.schedule = analyse(op)
+        self.plan = analyse(op)
+        self.schedule = self.plan.schedules[0]
+        """The schedule being expanded (with cores, one per group of them)."""
         self.location = op.location
 
     def run(self) -> None:
-        op, schedule = self.op, self.schedule
+        op = self.op
         top: list[Operation] = []
-        operands = [self.allocate(spec, top) for spec in schedule.operands]
-        pre = _GridBuilder(top, {}, self.location)
-        for operand in operands:
-            if operand.spec.trivial and not operand.spec.output:
-                pre.add(self.sync_copy(operand, [], 0, copy_in=True))
-        after: list[Operation] = []
-        post = _GridBuilder(after, {}, self.location)
-        for operand in operands:
-            if operand.spec.trivial and operand.spec.output:
-                post.add(self.sync_copy(operand, [], 0, copy_in=False))
-        body = self.schedules(operands)
+        operands = [self.allocate(spec, top) for spec in self.schedule.operands]
+        body: list[Operation] = []
+        build = _GridBuilder(body, {}, self.location)
+        if self.plan.cores is not None:
+            self.cores_loop(build, operands)
+        else:
+            self.expand_schedule(build, operands, self.schedule, last=True)
         rewriter = Rewriter()
         anchor = kernel_level(op)
         for new in top:
             rewriter.insert_op(new, InsertPoint.before(anchor))
-        for new in [*body, *after]:
+        for new in body:
             rewriter.insert_op(new, InsertPoint.before(op))
         op.detach()
         op.erase()
+
+    def expand_schedule(
+        self,
+        build: _GridBuilder,
+        windowed: list[_WindowedOperand],
+        schedule: Schedule,
+        last: bool,
+    ) -> None:
+        """One schedule with the synchronous copies of trivially windowed
+        operands around it (Pallas' `_sync_copy_in` and `_sync_copy_out`);
+        the body is moved into the `last` schedule and copied into others."""
+        self.schedule = schedule
+        operands = [
+            dataclasses.replace(w, spec=spec)
+            for w, spec in zip(windowed, schedule.operands, strict=True)
+        ]
+        for operand in operands:
+            if operand.spec.trivial and not operand.spec.output:
+                build.add(self.sync_copy(operand, [], 0, copy_in=True))
+        self.schedules(build, operands, last)
+        for operand in operands:
+            if operand.spec.trivial and operand.spec.output:
+                build.add(self.sync_copy(operand, [], 0, copy_in=False))
+
+    def cores_loop(self, build: _GridBuilder, operands: list[_WindowedOperand]):
+        """A loop over the cores, marked parallel, each core running the
+        schedule of its group on its share of the grid."""
+        cores = cast(int, self.plan.cores)
+        block = Block(arg_types=[IndexType()])
+        set_name(block.args[0], "core")
+        loop = ForOp.create(
+            properties={
+                "lower": i64_array((0,)),
+                "upper": i64_array((cores,)),
+                "dimension_semantics": semantics_attr((PARALLEL,)),
+            },
+            regions=[Region(block)],
+            location=self.location,
+        )
+        build.add(loop)
+        inside = _GridBlockBuilder(block, {0: block.args[0]}, self.location)
+        schedules = self.plan.schedules
+        ge, core = AffineConstraintKind.ge, AffineExpr.dimension(0)
+        for k, schedule in enumerate(schedules):
+            first, end = schedule.origin, schedule.origin + schedule.grid[0]
+            group = [
+                AffineConstraintExpr(ge, core - first, AffineExpr.constant(0))
+            ] * bool(first)
+            if end < cores:
+                group.append(
+                    AffineConstraintExpr(
+                        ge, AffineExpr.constant(end - 1) - core, AffineExpr.constant(0)
+                    )
+                )
+            guard = inside.when(group)
+            self.expand_schedule(guard, operands, schedule, k == len(schedules) - 1)
 
     def allocate(self, spec: PipelineOperand, top: list[Operation]) -> _WindowedOperand:
         buffers = (
@@ -267,8 +322,6 @@ class _Expansion:
         )
         bref_type = spec.bref
         if bref_type.buffers.data != buffers:
-            from copyir.dialects.copy import BufferedRefType
-
             bref_type = BufferedRefType(
                 bref_type.get_shape(),
                 bref_type.element_type,
@@ -345,13 +398,14 @@ class _Expansion:
 
     # -- the schedule
 
-    def schedules(self, operands: list[_WindowedOperand]) -> list[Operation]:
+    def schedules(
+        self, build: _GridBuilder, operands: list[_WindowedOperand], last: bool
+    ) -> None:
         """The parallel loop (if any) around one schedule per point."""
         schedule = self.schedule
-        ops: list[Operation] = []
-        if not schedule.parallel:
-            self.one_schedule(_GridBuilder(ops, {}, self.location), operands)
-            return ops
+        if not schedule.parallel or self.plan.cores is not None:
+            self.one_schedule(build, operands, last)
+            return
         block = Block(arg_types=[IndexType()] * schedule.parallel)
         for d, arg in enumerate(block.args):
             set_name(arg, self.op.index_name(d))
@@ -365,34 +419,56 @@ class _Expansion:
             regions=[Region(block)],
             location=self.location,
         )
-        ops.append(loop)
+        build.add(loop)
         grid = {d: block.args[d] for d in range(schedule.parallel)}
-        self.one_schedule(_GridBlockBuilder(block, grid, self.location), operands)
-        return ops
+        self.one_schedule(_GridBlockBuilder(block, grid, self.location), operands, last)
 
     def one_schedule(
-        self, build: _GridBuilder, operands: list[_WindowedOperand]
+        self, build: _GridBuilder, operands: list[_WindowedOperand], last: bool
     ) -> None:
-        schedule = self.schedule
         pipelined = self.op.no_pipelining is None
         active = [o for o in operands if not o.spec.trivial]
         if pipelined:
-            for operand in active:
-                spec = operand.spec
-                if spec.output or spec.buffers < 2:
-                    continue
-                for step in range(min(spec.buffers - 1, schedule.steps)):
-                    point = _static(schedule, step)
-                    if _statically_holds(schedule.changes(spec, point)):
-                        self.copy(build, operand, point, "start")
-        loop_body = self.grid_loop(build)
-        step_build, grid_point = loop_body
-        self.step(step_build, operands, grid_point)
+            self.prologue(build, active)
+        step_build, grid_point = self.grid_loop(build)
+        self.step(step_build, operands, grid_point, last)
         if pipelined:
-            last = _static(schedule, schedule.steps - 1)
-            for operand in active:
-                if operand.spec.output and operand.spec.buffers == 2:
-                    self.copy(build, operand, last, "wait")
+            self.epilogue(build, [o for o in active if o.spec.output])
+
+    def prologue(self, build: _GridBuilder, active: list[_WindowedOperand]) -> None:
+        """Each input's fetches of the steps before its first in-loop fetch,
+        step-major: every input's step 0 block, then step 1's, ... (Pallas'
+        `initialize_step`, called per step over all operands)."""
+        schedule = self.schedule
+        inputs = [o for o in active if not o.spec.output]
+        ahead = max((o.spec.buffers - 1 for o in inputs), default=0)
+        for step in range(min(ahead, schedule.steps)):
+            point = _static(schedule, step)
+            for operand in inputs:
+                if step < operand.spec.buffers - 1 and _statically_holds(
+                    schedule.changes(operand.spec, point)
+                ):
+                    self.copy(build, operand, point, "start")
+
+    def epilogue(self, build: _GridBuilder, outputs: list[_WindowedOperand]) -> None:
+        """The write-backs still in flight after the last step, the oldest
+        first, each lag over all outputs (Pallas' `finalize_step`): an
+        output waits each copy `out_buffer_count - 1` steps after it
+        starts."""
+        schedule = self.schedule
+        steps = schedule.steps
+        lags = max((o.spec.buffers - 1 for o in outputs), default=0)
+        for lag in range(lags - 1, -1, -1):
+            if lag >= steps:
+                continue
+            point = _static(schedule, steps - 1 - lag)
+            later = _static(schedule, steps - lag)
+            for operand in outputs:
+                if lag >= operand.spec.buffers - 1:
+                    continue
+                if lag and not _statically_holds(schedule.changes(operand.spec, later)):
+                    continue
+                self.copy(build, operand, point, "wait")
 
     def grid_loop(self, build: _GridBuilder):
         """The loop over the sequential dimensions; its builder and the
@@ -404,7 +480,7 @@ class _Expansion:
             return build, point
         block = Block(arg_types=[IndexType()] * len(sequential))
         for arg, d in zip(block.args, sequential, strict=True):
-            set_name(arg, self.op.index_name(d))
+            set_name(arg, self.index_name(d))
         properties: dict[str, Attribute] = {
             "lower": i64_array((0,) * len(sequential)),
             "upper": i64_array(tuple(schedule.grid[d] for d in sequential)),
@@ -418,8 +494,13 @@ class _Expansion:
         }
         return _GridBlockBuilder(block, grid, self.location), point
 
+    def index_name(self, d: int) -> str:
+        """A schedule dimension's loop index name: the grid index's, whose
+        dimension it is (with cores, dimension 0 is the core)."""
+        return self.op.index_name(d - 1 if self.plan.cores is not None else d)
+
     def step(
-        self, build: _GridBuilder, operands: list[_WindowedOperand], point
+        self, build: _GridBuilder, operands: list[_WindowedOperand], point, last: bool
     ) -> None:
         schedule = self.schedule
         steps = schedule.steps
@@ -478,7 +559,7 @@ class _Expansion:
                 continue  # a block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
             guarded.add(InvalidateOp.create(operands=[windows[position]]))
-        self.inline_body(build, windows)
+        self.inline_body(build, windows, last)
         if not pipelined:
             for operand in outputs:
                 block = [build.value(e) for e in schedule.block(operand.spec, point)]
@@ -489,21 +570,22 @@ class _Expansion:
             spec = operand.spec
             later = schedule.at_step(1)
             changes = schedule.changes(spec, later)
-            last = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
-            guard = self.either(build, changes, last, steps, linear)
+            final = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
+            guard = self.either(build, changes, final, steps, linear)
             if spec.buffers == 1:
                 block = [guard.value(e) for e in schedule.block(spec, point)]
                 guard.add(self.sync_copy(operand, block, 0, copy_in=False))
             else:
                 self.copy(guard, operand, point, "start")
-        for operand in outputs:  # phase 5: wait the previous write-back
+        for operand in outputs:  # phase 5: wait the write-back `lag` steps back
             spec = operand.spec
-            if spec.buffers != 2:
+            lag = spec.buffers - 1
+            if lag < 1:
                 continue
-            earlier = schedule.at_step(-1)
-            first = AffineConstraintExpr(ge, linear - 1, AffineExpr.constant(0))
-            guarded = build.when([*schedule.changes(spec, point), first])
-            self.copy(guarded, operand, earlier, "wait", -1)
+            changed = schedule.changes(spec, schedule.at_step(1 - lag))
+            far = AffineConstraintExpr(ge, linear - lag, AffineExpr.constant(0))
+            guarded = build.when([*changed, far])
+            self.copy(guarded, operand, schedule.at_step(-lag), "wait", -lag)
 
     @staticmethod
     def either(build: _GridBuilder, changes, last, steps: int, linear) -> _GridBuilder:
@@ -515,16 +597,36 @@ class _Expansion:
         )
         return build.when(changes and [*changes, before_last], [last])
 
-    def inline_body(self, build: _GridBuilder, windows) -> None:
-        """Move the pipeline's body into the step, its windows and grid
-        indices replaced by the step's (the moved ops keep their locations)."""
+    def inline_body(self, build: _GridBuilder, windows, last: bool) -> None:
+        """Move the pipeline's body into the step (copy it, unless this is
+        the `last` schedule), its windows and grid indices replaced by the
+        step's (the moved ops keep their locations)."""
+        mapping: dict[SSAValue, SSAValue] = {}
         for position, arg in enumerate(self.op.windows):
-            arg.replace_all_uses_with(windows[position])
+            mapping[arg] = windows[position]
         for d, arg in enumerate(self.op.indices):
-            arg.replace_all_uses_with(build.grid[d])
+            value = build.value(self.schedule.user[d])
+            if isinstance(value, int):
+                value = build.add(_constant_index(value)).results[0]
+            mapping[arg] = value
+        if not last:
+            for child in self.op.body.block.ops:
+                build.append(child.clone(value_mapper=dict(mapping)))
+            return
+        for arg, value in mapping.items():
+            arg.replace_all_uses_with(value)
         for child in list(self.op.body.block.ops):
             child.detach()
             build.append(child)
+
+
+def _constant_index(value: int) -> Operation:
+    """A constant grid index (a dimension of extent 1 split over cores)."""
+    return IndexOp.create(
+        operands=[],
+        properties={"map": AffineMapAttr(AffineMap.constant_map(value))},
+        result_types=[IndexType()],
+    )
 
 
 @dataclass(frozen=True)
@@ -535,7 +637,8 @@ class ExpandPipelinesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names: dict[Operation, FreshNames] = {}
-        for pipeline in [o for o in op.walk() if isinstance(o, PipelineOp)]:
+        inner_first = op.walk(region_first=True)  # nested ones before their outer
+        for pipeline in [o for o in inner_first if isinstance(o, PipelineOp)]:
             kernel = kernel_level(pipeline).parent_op()
             assert kernel is not None  # the kernel_level op is in a kernel
             if kernel not in names:

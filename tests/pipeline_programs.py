@@ -1,18 +1,24 @@
 """Generated pipelines and an independent model of Pallas' schedule.
 
 `pipelines()` is a hypothesis strategy of valid `copy.pipeline` programs
-(MLIR form): grids of rank 1 to 3, a parallel prefix, one or two inputs
-whose index maps pick grid dimensions or constants in any order (so blocks
-may stay put, move with an outer dimension only, or be transposed), one or
-two outputs that follow a prefix of the grid (accumulators that stay put
-over the inner dimensions), input buffer counts 1 to 3, output counts 1 or
-2, trivially windowed operands (the whole array is one block), and
-`no_pipelining`.
+(MLIR form): grids of rank 1 to 3, parallel dimensions (a prefix for the
+kernel grid's flavour, anywhere for emit_pipeline's, split over 2 or 3
+cores or not), one to three inputs whose index maps pick grid dimensions
+or constants in any order (so blocks may stay put, move with an outer
+dimension only, or be transposed), one or two outputs that follow a
+prefix of the grid (accumulators that stay put over the inner
+dimensions), input buffer counts 1 to 4, output counts 1 to 3 (1 or 2 on
+a kernel grid), trivially windowed operands (the whole array is one
+block), and `no_pipelining`.
 
 `pallas_schedule()` walks the grid step by step, as Pallas' scheduler
-does, keeping each operand's slot as a counter that advances when its block
-changes; it shares no code with copyir's closed forms (`copyir.pipelines`)
-or with the lowering, and writes each event as `copyir run --trace` does.
+(`jax/_src/pallas/mosaic/pipeline.py` of JAX 0.12: `Scheduler`,
+`_partition_grid`, `_emit_pipeline`) does, keeping each operand's slot as
+a counter that advances when its block changes: the prologue step-major
+over the inputs, each output copy waited `buffers - 1` steps after it
+starts, the epilogue's waits oldest first. It shares no code with
+copyir's closed forms (`copyir.pipelines`) or with the lowering, and
+writes each event as `copyir run --trace` does.
 `expected_outputs()` is what the body leaves in each output: the value its
 last visit wrote.
 
@@ -20,8 +26,11 @@ Classes of input covered: blocks that change at every step, with an outer
 dimension only, or never; transposed maps; revisits of input blocks (an
 input ignoring an outer dimension is fetched again); accumulating outputs;
 one buffer (fetch and wait in the same step; a synchronous write-back);
-prefetch distances 1 and 2; parallel prefixes (one schedule per parallel
-point); trivial windows; grids with extent-1 dimensions; the pipeline
+prefetch distances 1 to 3 (a prologue interleaving inputs of different
+counts); write-back lags 1 and 2; kernel-grid parallel prefixes (one
+schedule per parallel point); emit_pipeline ignoring parallel dimensions,
+or split over cores evenly or not (cores with one step more, cores with
+none); trivial windows; grids with extent-1 dimensions; the pipeline
 written twice in one kernel over the same inputs and outputs, and a user
 scratch buffer named as the first input's window would be (the lowering's
 names are fresh: `x0_window_1`, ...; `Pipeline.classes` says which of
@@ -99,6 +108,12 @@ class Pipeline:
     inputs and outputs (each copy's windows get fresh names)."""
     clash: bool = False
     """A user scratch buffer named as the first input's window would be."""
+    kernel_grid: bool = True
+    """The pallas_call grid's flavour; else emit_pipeline's."""
+    semantics: tuple[bool, ...] = ()
+    """Per grid dimension, whether it is parallel (emit_pipeline's flavour;
+    the kernel grid's are its `parallel` prefix)."""
+    cores: int | None = None
 
     @property
     def classes(self) -> set[str]:
@@ -108,8 +123,10 @@ class Pipeline:
             found.add("pipelines sharing inputs")
         if self.clash:
             found.add("made name clashing with a user name")
-        if self.parallel:
+        if self.parallel and self.kernel_grid:
             found.add("parallel prefix")
+        if not self.kernel_grid:
+            found.add("cores" if self.cores else "emit_pipeline")
         return found
 
     def named(self, copy: int) -> Pipeline:
@@ -131,6 +148,12 @@ class Pipeline:
             for s in self.specs
         )
         return dataclasses.replace(self, specs=specs, copies=1, clash=False)
+
+    @property
+    def parallels(self) -> tuple[bool, ...]:
+        if self.kernel_grid:
+            return tuple(d < self.parallel for d in range(len(self.grid)))
+        return self.semantics or (False,) * len(self.grid)
 
     @property
     def inputs(self) -> list[Spec]:
@@ -161,10 +184,11 @@ class Pipeline:
             + compute_region(f"(add $0 {k + 1}.0)", "f32", 1)
             for k, s in enumerate(self.outputs)
         )
-        semantics = ["parallel"] * self.parallel
-        semantics += ["arbitrary"] * (len(self.grid) - self.parallel)
+        words = ["parallel" if p else "arbitrary" for p in self.parallels]
         options = (
-            f" dimension_semantics [{', '.join(semantics)}]" * bool(self.parallel)
+            " kernel_grid" * self.kernel_grid
+            + f" dimension_semantics [{', '.join(words)}]" * any(self.parallels)
+            + f" cores {self.cores}" * bool(self.cores)
             + " no_pipelining" * self.no_pipelining
         )
         grid = ", ".join(map(str, self.grid))
@@ -201,21 +225,64 @@ def pallas_schedule(p: Pipeline) -> list[str]:
     internal semaphore written `sync`), each copy of the pipeline in turn."""
     if p.copies > 1 or p.clash:
         return [line for c in range(p.copies) for line in pallas_schedule(p.named(c))]
-    events: list[str] = []
-    for s in p.inputs:
-        if s.trivial:
-            events += _sync_in(s, None, "")
-    for outer in itertools.product(*map(range, p.grid[: p.parallel])):
-        inner = itertools.product(*map(range, p.grid[p.parallel :]))
-        points = [outer + q for q in inner]
-        events += _one_schedule(p, points, _iteration(outer))
-    for s in p.outputs:
-        if s.trivial:
-            events += _sync_out(s, None, "")
-    return events
+    every = list(itertools.product(*map(range, p.grid)))
+    if p.cores:
+        events = []
+        for core, points in enumerate(_partition(p)):
+            if not points:
+                continue  # a core with no step runs no pipeline
+            local = _local_indices(points)
+            names = [f"core = {core}, {_iteration(q)}" for q in local]
+            events += _trivial_in(p, f"core = {core}")
+            events += _one_schedule(p, points, f"core = {core}", names)
+            events += _trivial_out(p, f"core = {core}")
+        return events
+    events = _trivial_in(p, "")
+    if not p.kernel_grid or not p.parallel:
+        events += _one_schedule(p, every, "", [_iteration(q) for q in every])
+    else:
+        for outer in itertools.product(*map(range, p.grid[: p.parallel])):
+            points = [q for q in every if q[: p.parallel] == outer]
+            names = [_iteration(q) for q in points]
+            events += _one_schedule(p, points, _iteration(outer), names)
+    return events + _trivial_out(p, "")
 
 
-def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
+def _trivial_in(p: Pipeline, prefix: str) -> list[str]:
+    return [e for s in p.inputs if s.trivial for e in _sync_in(s, None, prefix)]
+
+
+def _trivial_out(p: Pipeline, prefix: str) -> list[str]:
+    return [e for s in p.outputs if s.trivial for e in _sync_out(s, None, prefix)]
+
+
+def _partition(p: Pipeline) -> list[list[tuple[int, ...]]]:
+    """Each core's grid points, as Pallas' `_partition_grid` shares them: the
+    first parallel dimension the core count divides, else the largest one
+    (the first of equals), its first `extent % cores` cores one step more."""
+    cores = p.cores or 1
+    parallel = [d for d, par in enumerate(p.parallels) if par]
+    divisible = [d for d in parallel if p.grid[d] % cores == 0]
+    dim = divisible[0] if divisible else max(parallel, key=lambda d: (p.grid[d], -d))
+    base, rest = divmod(p.grid[dim], cores)
+    shares = []
+    start = 0
+    for core in range(cores):
+        size = base + (core < rest)
+        extents = [range(n) for n in p.grid]
+        extents[dim] = range(start, start + size)
+        shares.append(list(itertools.product(*extents)))
+        start += size
+    return shares
+
+
+def _local_indices(points) -> list[tuple[int, ...]]:
+    """A core's points as its loop counts them: from 0 in its share."""
+    low = [min(q[d] for q in points) for d in range(len(points[0]))]
+    return [tuple(v - lo for v, lo in zip(q, low, strict=True)) for q in points]
+
+
+def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str]:
     active = [s for s in p.specs if not s.trivial]
     n = len(points)
     changed = {
@@ -246,13 +313,13 @@ def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
 
     inputs = [s for s in active if not s.output]
     outputs = [s for s in active if s.output]
-    if not p.no_pipelining:
-        for s in inputs:
-            for t in range(min(s.buffers - 1, n)):
-                if changed[s.name][t]:
+    if not p.no_pipelining:  # the prologue, step-major
+        for t in range(min(max((s.buffers for s in inputs), default=1) - 1, n)):
+            for s in inputs:
+                if t < s.buffers - 1 and changed[s.name][t]:
                     fetch(s, t, outer)
     for t in range(n):
-        here = _iteration(points[t])
+        here = names[t]
         if p.no_pipelining:
             for s in inputs:
                 for line in _sync_in(s, points[t], here, slot=0):
@@ -286,13 +353,18 @@ def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
                         f"start {_window(s, k)} -> {s.name}[{s.region(points[t])}] "
                         f"on {s.sems}[{k}]",
                     )
-        for s in outputs:
-            if s.buffers == 2 and changed[s.name][t] and t > 0:
-                at(here, f"wait {s.sems}[{slot[s.name][t - 1]}] 4096")
-    if not p.no_pipelining:
-        for s in outputs:
-            if s.buffers == 2:
-                at(outer, f"wait {s.sems}[{slot[s.name][n - 1]}] 4096")
+        for s in outputs:  # the copy `buffers - 1` steps back
+            lag = s.buffers - 1
+            if lag and t >= lag and changed[s.name][t - lag + 1]:
+                at(here, f"wait {s.sems}[{slot[s.name][t - lag]}] 4096")
+    if not p.no_pipelining:  # the epilogue: the oldest copies first
+        lags = max((s.buffers - 1 for s in outputs), default=0)
+        for lag in range(lags - 1, -1, -1):
+            for s in outputs:
+                if lag >= s.buffers - 1 or lag >= n:
+                    continue
+                if lag == 0 or changed[s.name][n - lag]:
+                    at(outer, f"wait {s.sems}[{slot[s.name][n - 1 - lag]}] 4096")
     return events
 
 
@@ -340,17 +412,19 @@ def pipelines(draw) -> Pipeline:
     rank = draw(st.integers(1, 3))
     grid = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
     no_pipelining = draw(st.integers(0, 9)) == 0
+    kernel_grid = draw(st.booleans())
     specs = []
-    for n in range(draw(st.integers(1, 2))):
+    for n in range(draw(st.integers(1, 3))):
         results = draw(
             st.lists(
                 st.one_of(st.none(), st.integers(0, rank - 1)), min_size=2, max_size=2
             ).filter(lambda r: r[0] is None or r[0] != r[1])
         )
-        buffers = draw(st.integers(1, 3))
+        buffers = draw(st.integers(1, 4))
         specs.append(Spec(f"x{n}", False, tuple(results), buffers, grid))
     # Outputs follow a prefix of the grid (no revisit); the parallel
-    # dimensions are a prefix that every output follows.
+    # dimensions are among those every output follows (a prefix on a
+    # kernel grid), so no two cores write one block.
     prefixes = []
     for _ in range(draw(st.integers(1, 2))):
         prefixes.append(draw(st.integers(0, min(rank, 2))))
@@ -358,8 +432,27 @@ def pipelines(draw) -> Pipeline:
     for n, used in enumerate(prefixes):
         dims = list(range(used)) + [None] * (2 - used)
         results = tuple(draw(st.permutations(dims)))
-        buffers = draw(st.integers(1, 2))
+        buffers = draw(st.integers(1, 2 if kernel_grid else 3))
         specs.append(Spec(f"y{n}", True, results, buffers, grid))
     copies = draw(st.sampled_from([1, 1, 1, 2]))
     clash = draw(st.integers(0, 3)) == 0
-    return Pipeline(grid, parallel, tuple(specs), no_pipelining, copies, clash)
+    semantics: tuple[bool, ...] = ()
+    cores = None
+    if not kernel_grid:
+        semantics = tuple(
+            d < min(prefixes) and draw(st.booleans()) for d in range(rank)
+        )
+        if any(semantics) and draw(st.booleans()):
+            cores = draw(st.integers(2, 3))
+        parallel = 0
+    return Pipeline(
+        grid,
+        parallel,
+        tuple(specs),
+        no_pipelining,
+        copies,
+        clash,
+        kernel_grid,
+        semantics,
+        cores,
+    )

@@ -4,7 +4,13 @@ and a pipeline's header (its options, window specs and index maps)."""
 from __future__ import annotations
 
 from lark import Token, Tree
-from xdsl.dialects.builtin import AffineMapAttr, AffineSetAttr, ArrayAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
+    IntAttr,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -173,9 +179,9 @@ class BodyBuilder(OptionReader):
         self.close_scope(outer)
 
     def pipeline_options(self, token: Token, options: list[Tree]) -> dict:
-        """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)` (the
-        verifier wants the parallel ones a prefix), `no_pipelining`: the
-        op's properties."""
+        """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)`,
+        `kernel_grid` (the verifier wants its parallel dimensions a prefix),
+        `cores=2` (emit_pipeline's), `no_pipelining`: the op's properties."""
         values = self.options(options, "pipeline", _PIPELINE_OPTIONS)
         grid = values.get("grid")
         if grid is None:
@@ -192,6 +198,10 @@ class BodyBuilder(OptionReader):
             properties["dimension_semantics"] = semantics_attr(semantics)
         if "no_pipelining" in values:
             properties["no_pipelining"] = UnitAttr()
+        if "kernel_grid" in values:
+            properties["kernel_grid"] = UnitAttr()
+        if "cores" in values:
+            properties["cores"] = IntAttr(values["cores"])
         return properties
 
     def check_semantics(
@@ -223,6 +233,9 @@ class BodyBuilder(OptionReader):
         ref = self.lookup(name)
         label = f"{'out' if output else 'in'} {name}"
         values = self.options(items, label, _SPEC_OPTIONS)
+        if output and "revisit" in values:
+            at = next(i for i in items if str(children(i)[0]) == "revisit")
+            raise self.error(children(at)[0], errors.REVISIT_MODE)
         for required in ("block", "index"):
             if required not in values:
                 raise self.error(
@@ -318,5 +331,7 @@ _PIPELINE_OPTIONS = {
     "grid": "grid",
     "dimension_semantics": "names",
     "no_pipelining": "flag",
+    "kernel_grid": "flag",
+    "cores": "int",
 }
-_SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int"}
+_SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int", "revisit": "names"}

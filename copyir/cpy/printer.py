@@ -439,10 +439,13 @@ class _KernelPrinter:
             )
             return
         grid = op.grid_shape
-        head = f"pipeline grid={format_tuple(grid)}"
+        head = "pipeline" + " kernel_grid" * (op.kernel_grid is not None)
+        head += f" grid={format_tuple(grid)}"
         if op.dimension_semantics is not None:
             semantics = (s.data for s in op.dimension_semantics.data)
             head += f" dimension_semantics={format_tuple(semantics)}"
+        if op.cores is not None:
+            head += f" cores={op.cores.data}"
         if op.no_pipelining is not None:
             head += " no_pipelining"
         lines.append(pad + head)

@@ -348,7 +348,7 @@ def test_generated_pipelines_print_as_cpy_and_parse_back(p):
     and the cpy form then round-trips in every form."""
     module = copyir.parse(p.mlir(), format="mlir")
     text = copyir.to_text(module, "cpy")
-    assert "pipeline grid=" in text
+    assert f"pipeline{' kernel_grid' * p.kernel_grid} grid=" in text
     again = parse(text, "generated.cpy")
     assert module_difference(module, again, locations=False) is None, text
     assert_round_trips(again)
@@ -492,7 +492,7 @@ def spec_line(head: str = "grid=(4,)", specs: str = "", names: str = "(xw)") -> 
         (
             spec_line(specs="in x block=(8, 256) index=(i) -> (i, 0) bufers=3"),
             errors.UNKNOWN_OPTION.format(
-                option="bufers", stmt="in x", known="block, buffers or index"
+                option="bufers", stmt="in x", known="block, buffers, index or revisit"
             ),
             "bufers",
         ),
@@ -553,7 +553,7 @@ def spec_line(head: str = "grid=(4,)", specs: str = "", names: str = "(xw)") -> 
             errors.UNKNOWN_OPTION.format(
                 option="prefetch",
                 stmt="pipeline",
-                known="dimension_semantics, grid or no_pipelining",
+                known="cores, dimension_semantics, grid, kernel_grid or no_pipelining",
             ),
             "prefetch",
         ),
@@ -594,25 +594,25 @@ def test_an_unknown_name_in_an_index_map_says_what_it_sees():
             "All elements in the grid must be strictly positive, but got grid=(0, 3)",
         ),
         (
-            "grid=(4,)",
+            "kernel_grid grid=(4,)",
             "in x block=(8, 256) index=(i) -> (i, 0) "
             "out y block=(8, 256) index=(i) -> (i, 0) buffers=3",
             "Buffer count >2 not supported for output buffered refs.",
         ),
         (
-            "grid=(4, 2) dimension_semantics=(arbitrary, parallel)",
+            "kernel_grid grid=(4, 2) dimension_semantics=(arbitrary, parallel)",
             "in x block=(8, 128) index=(i, j) -> (i, j)",
             "Dimensions with parallel semantics must form a prefix of the grid.",
         ),
         (
-            "grid=(2, 2)",
+            "kernel_grid grid=(2, 2)",
             "in x block=(8, 128) index=(i, j) -> (i, j) "
             "out y block=(8, 128) index=(i, j) -> (j, 0)",
             "Revisited block (0, 0) of output 0 in iteration (1, 0). The block was "
             "previously visited in iterations (0, 0) through (0, 0) .",
         ),
         (
-            "grid=(2, 2) dimension_semantics=(parallel, arbitrary)",
+            "kernel_grid grid=(2, 2) dimension_semantics=(parallel, arbitrary)",
             "in x block=(8, 128) index=(i, j) -> (i, j) "
             "out y block=(8, 128) index=(i, j) -> (0, j)",
             errors.PARALLEL_REVISIT.format(
@@ -633,6 +633,17 @@ def test_an_unknown_name_in_an_index_map_says_what_it_sees():
             "grid=(4,)",
             "in x block=(8, 256) index=(i) -> (i, 0) buffers=0",
             "buffers must be >= 1, got 0",
+        ),
+        (
+            "grid=(4,) dimension_semantics=(parallel,) cores=0",
+            "in x block=(8, 256) index=(i) -> (i, 0)",
+            "cores= must be at least 1, got 0",
+        ),
+        (
+            "grid=(4,) cores=2",
+            "in x block=(8, 256) index=(i) -> (i, 0)",
+            "Cannot partition over cores without parallel grid dimensions: "
+            "dimension_semantics=(<GridDimensionSemantics.ARBITRARY: 'arbitrary'>,)",
         ),
     ],
 )

@@ -165,10 +165,9 @@ def test_a_body_that_reads_its_output_before_writing_it_is_reported():
     assert str(err.value).endswith("at i = 0, j = 0")
 
 
-def carried(parallel: bool) -> str:
+def carried(options: str = "") -> str:
     """A body that carries state in scratch from step to step: legal over a
     sequential grid, wrong across a parallel dimension."""
-    options = " dimension_semantics [parallel]" if parallel else ""
     return f"""copy.kernel @carry(%x: {f32((32, 128))}, %y: {f32((32, 128))}) {{
   %acc = copy.alloc : {vmem((8, 128))}
   copy.compute %acc () : {vmem((8, 128))} {compute_region("0.0", "f32", 0)}
@@ -190,7 +189,7 @@ def test_state_carried_across_a_parallel_dimension_is_an_error_in_every_mode():
         * np.arange(1, 5, dtype=np.float32).repeat(8)[:, None]
     )
     inputs = {"x": x, "y": np.zeros_like(x)}
-    sequential = carried(parallel=False)
+    sequential = carried()
     eager = copyir.run(sequential, inputs, mode="eager")["y"]
     assert all(
         np.array_equal(
@@ -203,7 +202,7 @@ def test_state_carried_across_a_parallel_dimension_is_an_error_in_every_mode():
         "iteration i = 0 writes; an iteration of a parallel loop reads only "
         "what it wrote itself or what was there before the loop, at i = 1"
     )
-    parallel = carried(parallel=True)
+    parallel = carried(" kernel_grid dimension_semantics [parallel]")
     runs = [("eager", 0), ("on_wait", 0)] + [("random", s) for s in range(4)]
     for mode, seed in runs:
         with pytest.raises(CopyIRError) as err:
@@ -214,12 +213,45 @@ def test_state_carried_across_a_parallel_dimension_is_an_error_in_every_mode():
     assert str(err.value) == message
 
 
-def test_a_parallel_pipeline_runs_one_schedule_per_parallel_index():
+def test_emit_pipeline_ignores_parallel_semantics_without_cores():
+    """`_emit_pipeline` uses `dimension_semantics` only in
+    `_partition_grid`, and only with a core count: one schedule, carried
+    state legal."""
+    x = np.arange(32 * 128, dtype=np.float32).reshape(32, 128)
+    inputs = {"x": x, "y": np.zeros_like(x)}
+    want = copyir.run(carried(), inputs, mode="eager")["y"]
+    emitted = carried(" dimension_semantics [parallel]")
+    assert trace_lines(copyir.to_stream(copyir.lower(emitted))) == trace_lines(
+        copyir.to_stream(copyir.lower(carried()))
+    )
+    for seed in range(3):
+        got = copyir.run(emitted, inputs, mode="random", seed=seed)["y"]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_state_carried_across_cores_is_an_error_naming_both_cores():
+    """Split over 2 cores (`_partition_grid`: 4 rows, 2 each), the second
+    core's first step reads what the first core wrote. Iterations name the
+    core and its step in its share (core 1's i = 0 is the grid's i = 2)."""
+    x = np.ones((32, 128), np.float32)
+    inputs = {"x": x, "y": np.zeros_like(x)}
+    program = carried(" dimension_semantics [parallel] cores 2")
+    with pytest.raises(CopyIRError) as err:
+        copyir.run(program, inputs, mode="eager")
+    assert str(err.value) == (
+        "Parallel loop core: this computation reads acc[0:8, 0:128], which "
+        "iteration core = 0, i = 0 writes; an iteration of a parallel loop "
+        "reads only what it wrote itself or what was there before the loop, "
+        "at core = 1, i = 0"
+    )
+
+
+def test_a_parallel_kernel_grid_runs_one_schedule_per_parallel_index():
     program = scale(
         rows=32,
         cols=256,
         grid=(4, 2),
-        options=" dimension_semantics [parallel, arbitrary]",
+        options=" kernel_grid dimension_semantics [parallel, arbitrary]",
     )
     stream = copyir.to_stream(copyir.lower(program))
     lines = trace_lines(stream)
@@ -313,22 +345,41 @@ def test_a_grid_with_a_zero_is_pallas_error():
     )
 
 
-def test_three_output_buffers_is_pallas_error():
-    assert verify_error(scale(out_buffers=3)) == errors.OUTPUT_BUFFERS
+def test_three_output_buffers_on_a_kernel_grid_is_pallas_error():
+    """JAX 0.10.2's emit_pipeline message; 0.12's emit_pipeline takes more
+    (tests/filecheck/run/pipeline-output-lag.cpy), a kernel grid still not."""
+    assert verify_error(scale(out_buffers=3, options=" kernel_grid")) == (
+        errors.OUTPUT_BUFFERS
+    )
+    copyir.verify(copyir.parse(scale(out_buffers=3), format="mlir"))
     assert errors.OUTPUT_BUFFERS == (
         "Buffer count >2 not supported for output buffered refs."
     )
 
 
-def test_parallel_dimensions_must_be_a_prefix():
-    program = scale(
-        rows=32,
-        cols=256,
-        grid=(4, 2),
-        options=" dimension_semantics [arbitrary, parallel]",
-    )
+def test_parallel_dimensions_of_a_kernel_grid_must_be_a_prefix():
+    options = " dimension_semantics [arbitrary, parallel]"
+    program = scale(rows=32, cols=256, grid=(4, 2), options=" kernel_grid" + options)
     assert verify_error(program) == (
         "Dimensions with parallel semantics must form a prefix of the grid."
+    )
+    emitted = scale(rows=32, cols=256, grid=(4, 2), options=options + " cores 2")
+    x = rng_array((32, 256))
+    got = copyir.run(emitted, {"x": x, "y": np.zeros_like(x)}, mode="random")
+    np.testing.assert_array_equal(got["y"], 2 * x + 1)
+
+
+def test_cores_without_a_parallel_dimension_is_pallas_error():
+    """`_partition_grid`'s message; Pallas assumes `arbitrary` everywhere
+    when no semantics are given."""
+    assert verify_error(scale(cols=256, grid=(4, 2), options=" cores 2")) == (
+        "Cannot partition over cores without parallel grid dimensions: "
+        "dimension_semantics=(<GridDimensionSemantics.ARBITRARY: 'arbitrary'>, "
+        "<GridDimensionSemantics.ARBITRARY: 'arbitrary'>)"
+    )
+    options = " kernel_grid dimension_semantics [parallel, arbitrary] cores 2"
+    assert verify_error(scale(cols=256, grid=(4, 2), options=options)) == (
+        errors.CORES_ON_KERNEL_GRID
     )
 
 
@@ -356,7 +407,7 @@ def test_a_non_consecutive_output_revisit_is_reported_as_pallas_interpret_mode_d
     # then (1, 0) again.
     step = "(d0 * 2 + d1)"
     index = f"({step} floordiv 2 + 1) mod 2, {step} floordiv 4 - {step} floordiv 5"
-    assert verify_error(revisiting(index)) == (
+    assert verify_error(revisiting(index, " kernel_grid")) == (
         "Revisited block (1, 0) of output 0 in iteration (2, 1). The block was "
         "previously visited in iterations (0, 0) through (0, 1) ."
     )
@@ -364,7 +415,9 @@ def test_a_non_consecutive_output_revisit_is_reported_as_pallas_interpret_mode_d
 
 def test_an_output_block_shared_across_a_parallel_dimension_is_reported():
     assert verify_error(
-        revisiting("0, d1", options=" dimension_semantics [parallel, arbitrary]")
+        revisiting(
+            "0, d1", options=" kernel_grid dimension_semantics [parallel, arbitrary]"
+        )
     ) == (
         "Output 0 (y) visits block (0, 0) in iterations (0, 0) and (1, 0), which "
         "differ in parallel dimension 0: iterations of a parallel dimension run "
@@ -492,7 +545,7 @@ def test_a_schedule_numbers_its_steps_row_major():
 
     from copyir.pipelines import Schedule
 
-    schedule = Schedule(grid=(2, 3, 4), parallel=1, operands=[])
+    schedule = Schedule(grid=(2, 3, 4), parallel=1, operands=[], user=())
     assert schedule.strides((1, 2)) == ShapedType.strides_for_shape((3, 4)) == (4, 1)
     number = AffineMap(3, 0, (schedule.linear(),))
     later = AffineMap(3, 0, tuple(schedule.at_step(5)))

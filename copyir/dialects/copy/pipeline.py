@@ -180,14 +180,18 @@ class PipelineOp(GridOp):
     affine_map<(d0, d1) -> (d0, d1)> buffers 3, out %y : ... (%xw, %yw, %i,
     %j) { ... }`: each operand has its `PipelineSpecAttr` (an input or an
     output, a block shape, an index map and a buffer count); the body's
-    arguments are the
-    operands' windows (VMEM refs of the block shape, squeezed dimensions
-    dropped), then the grid indices. `dimension_semantics [parallel,
-    arbitrary]` gives each grid dimension's semantics (the parallel ones a
-    prefix); `no_pipelining` copies every block in
-    and out synchronously around each step. `expand-pipelines` lowers it to
-    loops of asynchronous window copies, with Pallas' schedule
-    (`copyir.pipelines`).
+    arguments are the operands' windows (VMEM refs of the block shape,
+    squeezed dimensions dropped), then the grid indices. Operands may be in
+    any memory space: an inner pipeline streams an outer one's windows.
+
+    Two flavours: `emit_pipeline`'s (the default) walks the whole grid as
+    one schedule whatever `dimension_semantics [parallel, arbitrary]` says,
+    unless `cores 2` splits it over cores as Pallas' `_partition_grid`
+    does; `kernel_grid` is a `pallas_call`'s grid and BlockSpecs, whose
+    parallel dimensions (a prefix) each run their own schedule.
+    `no_pipelining` copies every block in and out synchronously around each
+    step. `expand-pipelines` lowers it to loops of asynchronous window
+    copies, with Pallas' schedule (`copyir.pipelines`).
     """
 
     name = "copy.pipeline"
@@ -196,6 +200,8 @@ class PipelineOp(GridOp):
     grid = prop_def(DenseArrayBase[I64])
     ref_specs = prop_def(ArrayAttr[PipelineSpecAttr])
     no_pipelining = opt_prop_def(UnitAttr)
+    kernel_grid = opt_prop_def(UnitAttr)
+    cores = opt_prop_def(IntAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -209,10 +215,13 @@ class PipelineOp(GridOp):
         *,
         dimension_semantics: Sequence[DimensionSemantics | str] | None = None,
         no_pipelining: bool = False,
+        kernel_grid: bool = False,
+        cores: int | None = None,
         body: Region | None = None,
     ):
         """Stream `refs` as `specs` say over `grid`, whose dimensions have
-        `dimension_semantics` (`parallel` or `arbitrary`, one each); the
+        `dimension_semantics` (`parallel` or `arbitrary`, one each), as a
+        kernel's grid or as `emit_pipeline` (over `cores`, if given); the
         body's arguments (windows, then grid indices) are named `names`."""
         properties: dict[str, Attribute] = {
             "grid": i64_array(tuple(grid)),
@@ -221,6 +230,10 @@ class PipelineOp(GridOp):
         }
         if no_pipelining:
             properties["no_pipelining"] = UnitAttr()
+        if kernel_grid:
+            properties["kernel_grid"] = UnitAttr()
+        if cores is not None:
+            properties["cores"] = IntAttr(cores)
         if body is None:
             windows = self.window_types(
                 [r.type for r in refs], [s.block for s in specs]
@@ -232,6 +245,17 @@ class PipelineOp(GridOp):
     @property
     def grid_shape(self) -> tuple[int, ...]:
         return int_values(self.grid)
+
+    @property
+    def core_count(self) -> int | None:
+        return None if self.cores is None else self.cores.data
+
+    def semantics_or_arbitrary(self) -> tuple[DimensionSemantics, ...]:
+        """Each grid dimension's semantics, `arbitrary` where none is given
+        (as Pallas assumes)."""
+        if self.dimension_semantics is None:
+            return (DimensionSemantics.ARBITRARY,) * len(self.grid_shape)
+        return tuple(DimensionSemantics(s.data) for s in self.dimension_semantics.data)
 
     @property
     def windows(self) -> tuple[SSAValue, ...]:
@@ -287,9 +311,7 @@ class PipelineOp(GridOp):
                     count=len(semantics), rank=len(grid)
                 )
             )
-        parallel = self.parallel_dims
-        if parallel != tuple(range(len(parallel))):
-            raise CopyIRError(errors.PARALLEL_PREFIX)
+        self.check_flavour()
         args = self.body.block.args
         if len(args) != len(self.refs) + len(grid):
             raise CopyIRError(
@@ -300,14 +322,8 @@ class PipelineOp(GridOp):
             )
         for number, (ref, output, bref, index_map) in enumerate(self.specs()):
             type = expect_ref("pipeline", "operand", ref)
-            if type.space_name != "hbm":
-                raise CopyIRError(
-                    errors.PIPELINE_OPERAND_SPACE.format(
-                        name=describe(ref), type=type.describe()
-                    )
-                )
             BufferedRefOp.check_type(bref, describe(ref))
-            if output and bref.buffers.data > 2:
+            if output and bref.buffers.data > 2 and self.kernel_grid is not None:
                 raise CopyIRError(errors.OUTPUT_BUFFERS)
             affine_map = index_map.data
             if (
@@ -340,6 +356,17 @@ class PipelineOp(GridOp):
                 )
             )
 
+    def check_flavour(self) -> None:
+        """The kernel grid's parallel prefix; cores for emit_pipeline only."""
+        if self.kernel_grid is not None:
+            if self.cores is not None:
+                raise CopyIRError(errors.CORES_ON_KERNEL_GRID)
+            parallel = self.parallel_dims
+            if parallel != tuple(range(len(parallel))):
+                raise CopyIRError(errors.PARALLEL_PREFIX)
+        elif self.cores is not None and self.cores.data < 1:
+            raise CopyIRError(errors.CORES_NOT_POSITIVE.format(cores=self.cores.data))
+
     @classmethod
     def parse(cls, parser: Parser) -> PipelineOp:
         parser.parse_keyword("grid")
@@ -347,7 +374,11 @@ class PipelineOp(GridOp):
             parser.Delimiter.PAREN, lambda: parse_i64(parser)
         )
         properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
+        if parser.parse_optional_keyword("kernel_grid") is not None:
+            properties["kernel_grid"] = UnitAttr()
         parse_dimension_semantics(parser, properties)
+        if parser.parse_optional_keyword("cores") is not None:
+            properties["cores"] = IntAttr(parse_i64(parser))
         if parser.parse_optional_keyword("no_pipelining") is not None:
             properties["no_pipelining"] = UnitAttr()
 
@@ -376,7 +407,11 @@ class PipelineOp(GridOp):
     def print(self, printer: Printer) -> None:
         grid = ", ".join(map(str, self.grid_shape))
         printer.print_string(f" grid({grid})")
+        if self.kernel_grid is not None:
+            printer.print_string(" kernel_grid")
         self.print_semantics(printer)
+        if self.cores is not None:
+            printer.print_string(f" cores {self.cores.data}")
         if self.no_pipelining is not None:
             printer.print_string(" no_pipelining")
         for k, (ref, spec) in enumerate(

@@ -22,7 +22,7 @@ kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
 # An output block shared across a parallel dimension.
 kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
   # expected-error@+1 {{Output 0 (y) visits block (0, 0) in iterations (0, 0) and (1, 0), which differ in parallel dimension 0: iterations of a parallel dimension run on different cores and must not share an output block}}
-  pipeline grid=(2, 2) dimension_semantics=(parallel, arbitrary)
+  pipeline kernel_grid grid=(2, 2) dimension_semantics=(parallel, arbitrary)
       in  x block=(8, 128) index=(i, j) -> (i, j)
       out y block=(8, 128) index=(i, j) -> (0, j)
       (xw, yw) {
