@@ -205,6 +205,7 @@ def import_call(
                 specs,
                 [*window_names, *index_names],
                 dimension_semantics=semantics if grid else None,
+                kernel_grid=True,
             )
         )
         body = pipe.regions[0].block
