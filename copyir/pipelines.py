@@ -58,6 +58,7 @@ from copyir.dialects.copy import (
     SQUEEZED,
     BufferedRefType,
     PipelineOp,
+    RefType,
     describe,
 )
 from copyir.errors import CopyIRError, format_tuple
@@ -84,6 +85,10 @@ class PipelineOperand:
     trivial: bool
     """The block is the whole array: copied once before (an input) or
     after (an output) the pipeline."""
+    aliased: bool = False
+    """The operand is in VMEM already: its window is a view of it at the
+    block, never copied (Pallas' `BufferedRef.create` allocates no buffer
+    when the source's memory space is the window's)."""
 
     @property
     def buffers(self) -> int:
@@ -312,8 +317,11 @@ def _schedule(
         changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
         follows = _follows(ref, grid, parallel, points, changed, shown)
         trivial = bref.is_trivial_windowing
+        aliased = isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
         operands.append(
-            PipelineOperand(ref, output, number, bref, affine_map, follows, trivial)
+            PipelineOperand(
+                ref, output, number, bref, affine_map, follows, trivial, aliased
+            )
         )
     return Schedule(grid, parallel, operands, user, origin)
 

@@ -66,8 +66,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.attributes import i64_array
 from copyir.dialects.copy import (
+    BLOCKED,
     DYNAMIC,
     PARALLEL,
+    SQUEEZED,
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
@@ -78,6 +80,7 @@ from copyir.dialects.copy import (
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
+    ViewOp,
     WhenOp,
     WindowOp,
     kernel_level,
@@ -204,8 +207,14 @@ class _WindowedOperand:
     semaphore per slot (None when its copies are synchronous)."""
 
     spec: PipelineOperand
-    bref: SSAValue
+    bref: SSAValue | None
+    """None for an operand in VMEM, whose windows are views of it."""
     sems: SSAValue | None
+
+    @property
+    def copied(self) -> bool:
+        """Its blocks are copied asynchronously by the schedule."""
+        return not self.spec.trivial and not self.spec.aliased
 
 
 def _static(schedule: Schedule, step: int) -> list[AffineExpr]:
@@ -275,12 +284,13 @@ class _Expansion:
             dataclasses.replace(w, spec=spec)
             for w, spec in zip(windowed, schedule.operands, strict=True)
         ]
-        for operand in operands:
-            if operand.spec.trivial and not operand.spec.output:
+        synchronous = [o for o in operands if o.spec.trivial and not o.spec.aliased]
+        for operand in synchronous:
+            if not operand.spec.output:
                 build.add(self.sync_copy(operand, [], 0, copy_in=True))
         self.schedules(build, operands, last)
-        for operand in operands:
-            if operand.spec.trivial and operand.spec.output:
+        for operand in synchronous:
+            if operand.spec.output:
                 build.add(self.sync_copy(operand, [], 0, copy_in=False))
 
     def cores_loop(self, build: _GridBuilder, operands: list[_WindowedOperand]):
@@ -317,6 +327,8 @@ class _Expansion:
             self.expand_schedule(guard, operands, schedule, k == len(schedules) - 1)
 
     def allocate(self, spec: PipelineOperand, top: list[Operation]) -> _WindowedOperand:
+        if spec.aliased:
+            return _WindowedOperand(spec, None, None)
         buffers = (
             1 if (spec.trivial or self.op.no_pipelining is not None) else spec.buffers
         )
@@ -356,7 +368,8 @@ class _Expansion:
         """A window copy of the operand's block at a grid point (`offset`
         steps from the current one, when it is such a point): an
         asynchronous start or wait on its slot's semaphore, or synchronous."""
-        spec = operand.spec
+        spec, bref = operand.spec, operand.bref
+        assert bref is not None  # an operand in VMEM is never copied
         schedule = self.schedule
         slot = build.value(self.slot(spec, point, offset))
         block = [build.value(e) for e in schedule.block(spec, point)]
@@ -373,8 +386,8 @@ class _Expansion:
             sem = build.add(index).results[0]
         build.add(
             BufferedCopyOp(
-                operand.bref if spec.output else spec.ref,
-                spec.ref if spec.output else operand.bref,
+                bref if spec.output else spec.ref,
+                spec.ref if spec.output else bref,
                 block,
                 slot=slot,
                 action=action,
@@ -383,6 +396,7 @@ class _Expansion:
         )
 
     def sync_copy(self, operand: _WindowedOperand, block, slot, copy_in: bool):
+        assert operand.bref is not None  # an operand in VMEM is never copied
         ref = operand.spec.ref
         src, dst = (ref, operand.bref) if copy_in else (operand.bref, ref)
         return BufferedCopyOp(src, dst, block or None, slot=slot)
@@ -427,7 +441,7 @@ class _Expansion:
         self, build: _GridBuilder, operands: list[_WindowedOperand], last: bool
     ) -> None:
         pipelined = self.op.no_pipelining is None
-        active = [o for o in operands if not o.spec.trivial]
+        active = [o for o in operands if o.copied]
         if pipelined:
             self.prologue(build, active)
         step_build, grid_point = self.grid_loop(build)
@@ -507,7 +521,7 @@ class _Expansion:
         linear = schedule.linear()
         ge = AffineConstraintKind.ge
         pipelined = self.op.no_pipelining is None
-        active = [o for o in operands if not o.spec.trivial]
+        active = [o for o in operands if o.copied]
         inputs = [o for o in active if not o.spec.output]
         outputs = [o for o in active if o.spec.output]
         if pipelined:
@@ -539,6 +553,9 @@ class _Expansion:
                 build.add(self.sync_copy(operand, block, 0, copy_in=True))
         windows: dict[int, SSAValue] = {}  # by position: `in x` and `out x`
         for position, operand in enumerate(operands):
+            if operand.bref is None:
+                windows[position] = self.view(build, operand.spec, point)
+                continue
             slot = build.value(self.slot(operand.spec, point))
             static = (
                 {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
@@ -555,7 +572,7 @@ class _Expansion:
             )
             windows[position] = build.add(window).results[0]
         for position, operand in enumerate(operands):
-            if operand.spec.trivial or not operand.spec.output:
+            if not operand.copied or not operand.spec.output:
                 continue  # a block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
             guarded.add(InvalidateOp.create(operands=[windows[position]]))
@@ -586,6 +603,25 @@ class _Expansion:
             far = AffineConstraintExpr(ge, linear - lag, AffineExpr.constant(0))
             guarded = build.when([*changed, far])
             self.copy(guarded, operand, schedule.at_step(-lag), "wait", -lag)
+
+    def view(self, build: _GridBuilder, spec: PipelineOperand, point) -> SSAValue:
+        """The window of an operand in VMEM: a view of it at the block
+        (Pallas' `bind_existing_ref` with `compute_slice`)."""
+        if spec.trivial:
+            return spec.ref
+        subscripts: list[tuple[int, int, bool]] = []
+        dynamic: list[SSAValue] = []
+        for dim, index in zip(
+            spec.bref.block_dims, self.schedule.block(spec, point), strict=True
+        ):
+            kind, size = dim.kind.data, dim.size.data
+            start = build.value(index * size if kind == BLOCKED else index)
+            if isinstance(start, SSAValue):
+                dynamic.append(start)
+                start = DYNAMIC
+            squeezed = kind == SQUEEZED
+            subscripts.append((start, 1 if squeezed else size, squeezed))
+        return build.add(ViewOp(spec.ref, subscripts, dynamic=dynamic)).results[0]
 
     @staticmethod
     def either(build: _GridBuilder, changes, last, steps: int, linear) -> _GridBuilder:

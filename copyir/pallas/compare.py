@@ -60,9 +60,6 @@ class CopyIRRun:
     """Whether a kernel of the run has grid `BlockSpec` copies."""
     computes: bool = False
     """Whether a kernel of the run computes (`copy.compute`)."""
-    pipelines: bool = False
-    """Whether a kernel of the run has a pipeline of its own (an
-    `emit_pipeline`), not only the grid's."""
     warned: list[str] = field(default_factory=list)
 
 
@@ -147,13 +144,6 @@ def _float_rewrites(e: Evidence) -> bool:
     )
 
 
-def _order_only(e: Evidence) -> bool:
-    """A kernel with an `emit_pipeline` makes the same DMAs in another
-    order."""
-    same = sorted(map(repr, e.ours.events)) == sorted(map(repr, e.theirs.events))
-    return e.ours.pipelines and same
-
-
 KNOWN: tuple[Divergence, ...] = (
     Divergence(
         "uninitialized-read",
@@ -200,13 +190,6 @@ KNOWN: tuple[Divergence, ...] = (
         f"operation: floats within {ULPS} ULP",
         "output",
         _float_rewrites,
-    ),
-    Divergence(
-        "pipeline-order",
-        "the same DMAs in another order: copyir's pipeline schedule differs "
-        "from emit_pipeline's (issue 19a, 19b)",
-        "schedule",
-        _order_only,
     ),
 )
 
@@ -464,7 +447,6 @@ def run_copyir(
         seen.adds |= bool(table["add"].any())
         seen.computes |= bool((table["op"] == COMPUTE).any())
         seen.grid_copies |= kernel.grid_copies
-        seen.pipelines |= kernel.pipelines
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -492,7 +474,6 @@ def run_copyir(
         adds=seen.adds,
         grid_copies=seen.grid_copies,
         computes=seen.computes,
-        pipelines=seen.pipelines,
         warned=[str(w.message) for w in caught],
     )
 
@@ -506,7 +487,6 @@ class _Observed:
     adds: bool = False
     grid_copies: bool = False
     computes: bool = False
-    pipelines: bool = False
 
 
 def _tagged(event: tuple, kernel: int) -> tuple:
