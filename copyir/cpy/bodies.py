@@ -36,6 +36,7 @@ from copyir.dialects.copy import (
     ForOp,
     PipelineOp,
     PipelineSpecAttr,
+    RefType,
     ScopeOp,
     WhenOp,
     describe,
@@ -251,9 +252,12 @@ class BodyBuilder(OptionReader):
 
     def check_window(self, ref: SSAValue, block: list, at: Token) -> None:
         """A block size below 1 makes no window (no ref has an empty
-        dimension), so the IR cannot hold it: the verifier's message for
-        that block, here."""
-        if all(b.kind.data == SQUEEZED or b.size.data >= 1 for b in block):
+        dimension), nor does a block of another rank than its ref's (past
+        the limit of dimensions), so the IR cannot hold them: the
+        verifier's message for that block, here."""
+        rank = len(ref.type.get_shape()) if isinstance(ref.type, RefType) else 0
+        sizes = all(b.kind.data == SQUEEZED or b.size.data >= 1 for b in block)
+        if sizes and len(block) == rank:
             return
         try:
             type = expect_ref("pipeline", "operand", ref)

@@ -288,18 +288,31 @@ def row_blocks(x: np.ndarray, cols: int) -> list[np.ndarray]:
     return [x[:, k : k + cols] for k in range(0, x.shape[1], cols)]
 
 
+def of_x(f):
+    """A result computed from the example's one input, x."""
+    return lambda inputs: f(inputs["x"])
+
+
 PIPELINE_RESULTS = {
-    "pipeline_copy.cpy": lambda x: x,
-    "pipeline_scale.cpy": lambda x: np.float32(2) * x + np.float32(1),
-    "pipeline_sum.cpy": lambda x: functools.reduce(
-        np.add, row_blocks(x, 128), np.zeros((x.shape[0], 128), np.float32)
+    "pipeline_copy.cpy": of_x(lambda x: x),
+    "pipeline_scale.cpy": of_x(lambda x: np.float32(2) * x + np.float32(1)),
+    "pipeline_sum.cpy": of_x(
+        lambda x: functools.reduce(
+            np.add, row_blocks(x, 128), np.zeros((x.shape[0], 128), np.float32)
+        )
     ),
-    "pipeline_parallel.cpy": lambda x: functools.reduce(np.maximum, row_blocks(x, 128)),
-    "pipeline_element.cpy": lambda x: np.stack(
-        [x[8 * i : 8 * i + 8] + x[8 * i + 8 : 8 * i + 16] for i in range(4)]
+    "pipeline_parallel.cpy": of_x(
+        lambda x: functools.reduce(np.maximum, row_blocks(x, 128))
     ),
+    "pipeline_element.cpy": of_x(
+        lambda x: np.stack(
+            [x[8 * i : 8 * i + 8] + x[8 * i + 8 : 8 * i + 16] for i in range(4)]
+        )
+    ),
+    "pipeline_three_inputs.cpy": lambda d: d["a"] + np.float32(2) * d["b"] + d["c"],
+    "pipeline_nested.cpy": of_x(lambda x: x + np.float32(1)),
 }
-"""Each pipeline example's y as numpy computes it from its x."""
+"""Each pipeline example's y as numpy computes it from its inputs."""
 
 
 def test_every_pipeline_example_has_its_expected_result():
@@ -313,13 +326,14 @@ def test_pipeline_examples_agree_with_numpy_in_every_mode(name):
     path = EXAMPLES / name
     stream = copyir.to_stream(copyir.lower(path.read_text()))
     with np.load(path.with_suffix(".inputs.npz")) as data:
-        assert data.files == ["x"]
-        x = data["x"]
-    for values in (x, rng_array(x.shape, 5)):
+        given = {k: data[k] for k in data.files}
+    assert "y" not in given
+    drawn = {k: rng_array(v.shape, 5 + n) for n, (k, v) in enumerate(given.items())}
+    for values in (given, drawn):
         want = PIPELINE_RESULTS[name](values)
         for mode in MODES:
             for seed in (0, 1, 2) if mode == "random" else (0,):
-                got = copyir.run(stream, {"x": values}, mode=mode, seed=seed)["y"]
+                got = copyir.run(stream, values, mode=mode, seed=seed)["y"]
                 assert got.tobytes() == want.tobytes(), (mode, seed)
 
 
