@@ -437,15 +437,18 @@ class CopyReference(InterpreterFunctions):
             for number, spec in enumerate(specs):
                 part = args[number][self.pipeline_block(op, spec, blocks[number][step])]
                 parts.append(part)
+                if spec.aliased:  # an operand in VMEM: its window is the block
+                    windows[number] = part.reshape(spec.window.get_shape())
+                    continue
                 if step and blocks[number][step] == blocks[number][step - 1]:
                     continue  # the block stays: so does its window
                 windows[number][...] = poisoned(spec.window)
-                if not spec.output:
+                if spec.fetched:
                     windows[number][tuple(slice(0, n) for n in part.shape)] = part
             self.run_block(interpreter, op.body.block, (*windows, *point))
             for number, spec in enumerate(specs):
                 last = step + 1 == len(points)
-                if spec.output and (
+                if (spec.output and not spec.aliased) and (
                     last or blocks[number][step + 1] != blocks[number][step]
                 ):
                     part = parts[number]
@@ -576,6 +579,10 @@ class _PipelineSpec:
 
     name: str
     output: bool
+    fetched: bool
+    """Its window holds its block at each first visit (`in`, `inout`)."""
+    aliased: bool
+    """It is in VMEM: its window is a view of it at the block."""
     blocks: tuple[tuple[str, int], ...]
     shape: tuple[int, ...]
     index_map: Any
@@ -587,13 +594,15 @@ class _PipelineSpec:
             cls(
                 name=describe(ref),
                 output=output,
+                fetched=spec.input,
+                aliased=cast(RefType, ref.type).space_name == "vmem",
                 blocks=tuple((b.kind.data, b.size.data) for b in bref.block_dims),
                 shape=bref.get_shape(),
                 index_map=index_map.data,
                 window=cast(RefType, window.type),
             )
-            for (ref, output, bref, index_map), window in zip(
-                op.specs(), op.windows, strict=True
+            for (ref, output, bref, index_map), window, spec in zip(
+                op.specs(), op.windows, op.ref_specs.data, strict=True
             )
         ]
 

@@ -223,6 +223,11 @@ CORES_ON_KERNEL_GRID = (
     "dimensions are split across cores by the chip (drop kernel_grid or cores=)"
 )
 CORES_NOT_POSITIVE = "cores= must be at least 1, got {cores}"
+INOUT_BUFFERS = "An inout operand takes buffers [in, out]: two counts"
+INOUT_ON_KERNEL_GRID = (
+    "inout operands are emit_pipeline's (JAX 0.12's BufferedRef.input_output); "
+    "a kernel grid has inputs and outputs"
+)
 INDEX_MAP_RANK = (
     "The index map of {name}, {map}, must take the grid's {grid} indices to "
     "{rank} block indices"

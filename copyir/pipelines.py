@@ -89,6 +89,18 @@ class PipelineOperand:
     """The operand is in VMEM already: its window is a view of it at the
     block, never copied (Pallas' `BufferedRef.create` allocates no buffer
     when the source's memory space is the window's)."""
+    counts: tuple[int, int] = (0, 0)
+    """(input, output) buffer counts: how far ahead it fetches, and how
+    many steps after a write-back starts it is awaited, plus one; 0 for a
+    direction it lacks (an `inout` has both)."""
+
+    @property
+    def fetched(self) -> int:
+        return self.counts[0]
+
+    @property
+    def written(self) -> int:
+        return self.counts[1]
 
     @property
     def buffers(self) -> int:
@@ -224,16 +236,16 @@ def analyse(op: PipelineOp) -> Plan:
             )
         )
     points = grid_points(grid)
-    specs = op.specs()
-    blocks = [_blocks(index_map.data, list(points)) for _, _, _, index_map in specs]
-    for (ref, _, bref, _), found in zip(specs, blocks, strict=True):
+    specs = list(zip(op.specs(), op.ref_specs.data, strict=True))
+    blocks = [_blocks(s[0][3].data, list(points)) for s in specs]
+    for ((ref, _, bref, _), _), found in zip(specs, blocks, strict=True):
         _check_bounds(ref, bref, found, points)
     identity = tuple(AffineExpr.dimension(d) for d in range(len(grid)))
     if op.kernel_grid is not None:
         parallel = len(op.parallel_dims)
         inner = int(np.prod(grid[parallel:]))
         first = np.arange(total) % inner == 0  # each schedule's first step
-        outputs = [(s, b) for s, b in zip(specs, blocks, strict=True) if s[1]]
+        outputs = [(s, b) for (s, _), b in zip(specs, blocks, strict=True) if s[1]]
         for number, ((ref, *_), found) in enumerate(outputs):
             _check_parallel_revisit(ref, number, found, points, parallel)
             _check_revisit(number, found, points, first)
@@ -306,7 +318,7 @@ def _schedule(
     first = np.arange(total) % inner == 0  # each schedule's first step
     operands = []
     counts = {False: 0, True: 0}
-    for ref, output, bref, index_map in specs:
+    for (ref, output, bref, index_map), spec in specs:
         affine_map = index_map.data.replace_dims_and_symbols(
             list(user), [], len(grid), 0
         )
@@ -320,7 +332,15 @@ def _schedule(
         aliased = isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
         operands.append(
             PipelineOperand(
-                ref, output, number, bref, affine_map, follows, trivial, aliased
+                ref,
+                output,
+                number,
+                bref,
+                affine_map,
+                follows,
+                trivial,
+                aliased,
+                spec.counts,
             )
         )
     return Schedule(grid, parallel, operands, user, origin)

@@ -210,6 +210,10 @@ class _WindowedOperand:
     bref: SSAValue | None
     """None for an operand in VMEM, whose windows are views of it."""
     sems: SSAValue | None
+    """Its fetches' semaphores, or an output's write-backs'."""
+    out_sems: SSAValue | None = None
+    """An `inout`'s write-backs' semaphores (None when they are
+    synchronous)."""
 
     @property
     def copied(self) -> bool:
@@ -286,11 +290,11 @@ class _Expansion:
         ]
         synchronous = [o for o in operands if o.spec.trivial and not o.spec.aliased]
         for operand in synchronous:
-            if not operand.spec.output:
+            if operand.spec.fetched:
                 build.add(self.sync_copy(operand, [], 0, copy_in=True))
         self.schedules(build, operands, last)
         for operand in synchronous:
-            if operand.spec.output:
+            if operand.spec.written:
                 build.add(self.sync_copy(operand, [], 0, copy_in=False))
 
     def cores_loop(self, build: _GridBuilder, operands: list[_WindowedOperand]):
@@ -345,15 +349,21 @@ class _Expansion:
         name = getattr(spec.ref, "name_hint", None) or "operand"
         self.names.name(bref.results[0], f"{name}_window")
         top.append(bref)
-        sems = None
-        if not spec.trivial and self.op.no_pipelining is None:
+        if spec.trivial or self.op.no_pipelining is not None:
+            return _WindowedOperand(spec, bref.results[0], None)
+
+        def semaphores(suffix: str) -> SSAValue:
             sem = SemaphoreOp.create(
                 result_types=[SemaphoreArrayType([buffers])], location=self.location
             )
-            self.names.name(sem.results[0], f"{name}_sems")
+            self.names.name(sem.results[0], f"{name}_{suffix}")
             top.append(sem)
-            sems = sem.results[0]
-        return _WindowedOperand(spec, bref.results[0], sems)
+            return sem.results[0]
+
+        both = spec.fetched and spec.written
+        sems = semaphores("in_sems" if both else "sems")
+        out_sems = semaphores("out_sems") if both and spec.written > 1 else None
+        return _WindowedOperand(spec, bref.results[0], sems, out_sems)
 
     # -- the copies
 
@@ -364,10 +374,13 @@ class _Expansion:
         point,
         action: str | None,
         offset: int | None = None,
+        *,
+        copy_in: bool,
     ):
         """A window copy of the operand's block at a grid point (`offset`
-        steps from the current one, when it is such a point): an
-        asynchronous start or wait on its slot's semaphore, or synchronous."""
+        steps from the current one, when it is such a point), in or out:
+        an asynchronous start or wait on its slot's semaphore, or
+        synchronous."""
         spec, bref = operand.spec, operand.bref
         assert bref is not None  # an operand in VMEM is never copied
         schedule = self.schedule
@@ -375,19 +388,20 @@ class _Expansion:
         block = [build.value(e) for e in schedule.block(spec, point)]
         sem = None
         if action is not None:
-            assert operand.sems is not None  # asynchronous copies have them
+            sems = operand.sems if copy_in or not spec.fetched else operand.out_sems
+            assert sems is not None  # asynchronous copies have them
             static = [DYNAMIC if isinstance(slot, SSAValue) else slot]
             dynamic = [slot] if isinstance(slot, SSAValue) else []
             index = SemIndexOp.create(
-                operands=[operand.sems, *dynamic],
+                operands=[sems, *dynamic],
                 properties={"indices": i64_array(tuple(static))},
-                result_types=[sem_index_result_type(operand.sems.type, 1)],
+                result_types=[sem_index_result_type(sems.type, 1)],
             )
             sem = build.add(index).results[0]
         build.add(
             BufferedCopyOp(
-                bref if spec.output else spec.ref,
-                spec.ref if spec.output else bref,
+                spec.ref if copy_in else bref,
+                bref if copy_in else spec.ref,
                 block,
                 slot=slot,
                 action=action,
@@ -447,22 +461,22 @@ class _Expansion:
         step_build, grid_point = self.grid_loop(build)
         self.step(step_build, operands, grid_point, last)
         if pipelined:
-            self.epilogue(build, [o for o in active if o.spec.output])
+            self.epilogue(build, [o for o in active if o.spec.written])
 
     def prologue(self, build: _GridBuilder, active: list[_WindowedOperand]) -> None:
         """Each input's fetches of the steps before its first in-loop fetch,
         step-major: every input's step 0 block, then step 1's, ... (Pallas'
         `initialize_step`, called per step over all operands)."""
         schedule = self.schedule
-        inputs = [o for o in active if not o.spec.output]
-        ahead = max((o.spec.buffers - 1 for o in inputs), default=0)
+        inputs = [o for o in active if o.spec.fetched]
+        ahead = max((o.spec.fetched - 1 for o in inputs), default=0)
         for step in range(min(ahead, schedule.steps)):
             point = _static(schedule, step)
             for operand in inputs:
-                if step < operand.spec.buffers - 1 and _statically_holds(
+                if step < operand.spec.fetched - 1 and _statically_holds(
                     schedule.changes(operand.spec, point)
                 ):
-                    self.copy(build, operand, point, "start")
+                    self.copy(build, operand, point, "start", copy_in=True)
 
     def epilogue(self, build: _GridBuilder, outputs: list[_WindowedOperand]) -> None:
         """The write-backs still in flight after the last step, the oldest
@@ -471,18 +485,18 @@ class _Expansion:
         starts."""
         schedule = self.schedule
         steps = schedule.steps
-        lags = max((o.spec.buffers - 1 for o in outputs), default=0)
+        lags = max((o.spec.written - 1 for o in outputs), default=0)
         for lag in range(lags - 1, -1, -1):
             if lag >= steps:
                 continue
             point = _static(schedule, steps - 1 - lag)
             later = _static(schedule, steps - lag)
             for operand in outputs:
-                if lag >= operand.spec.buffers - 1:
+                if lag >= operand.spec.written - 1:
                     continue
                 if lag and not _statically_holds(schedule.changes(operand.spec, later)):
                     continue
-                self.copy(build, operand, point, "wait")
+                self.copy(build, operand, point, "wait", copy_in=False)
 
     def grid_loop(self, build: _GridBuilder):
         """The loop over the sequential dimensions; its builder and the
@@ -522,18 +536,19 @@ class _Expansion:
         ge = AffineConstraintKind.ge
         pipelined = self.op.no_pipelining is None
         active = [o for o in operands if o.copied]
-        inputs = [o for o in active if not o.spec.output]
-        outputs = [o for o in active if o.spec.output]
+        inputs = [o for o in active if o.spec.fetched]
+        outputs = [o for o in active if o.spec.written]
         if pipelined:
             for operand in inputs:  # phase 1: prefetch
                 spec = operand.spec
-                ahead = spec.buffers - 1
+                ahead = spec.fetched - 1
                 if ahead == 0:
                     self.copy(
                         build.when(schedule.changes(spec, point)),
                         operand,
                         point,
                         "start",
+                        copy_in=True,
                     )
                     continue
                 later = schedule.at_step(ahead)
@@ -543,10 +558,10 @@ class _Expansion:
                     AffineExpr.constant(0),
                 )
                 guarded = build.when([*schedule.changes(spec, later), inside])
-                self.copy(guarded, operand, later, "start", ahead)
+                self.copy(guarded, operand, later, "start", ahead, copy_in=True)
             for operand in inputs:  # phase 2: wait the current block
                 guarded = build.when(schedule.changes(operand.spec, point))
-                self.copy(guarded, operand, point, "wait")
+                self.copy(guarded, operand, point, "wait", copy_in=True)
         else:
             for operand in inputs:
                 block = [build.value(e) for e in schedule.block(operand.spec, point)]
@@ -572,8 +587,8 @@ class _Expansion:
             )
             windows[position] = build.add(window).results[0]
         for position, operand in enumerate(operands):
-            if not operand.copied or not operand.spec.output:
-                continue  # a block's first visit: unwritten until written
+            if not operand.copied or operand.spec.fetched:
+                continue  # an output block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
             guarded.add(InvalidateOp.create(operands=[windows[position]]))
         self.inline_body(build, windows, last)
@@ -589,20 +604,22 @@ class _Expansion:
             changes = schedule.changes(spec, later)
             final = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
             guard = self.either(build, changes, final, steps, linear)
-            if spec.buffers == 1:
+            if spec.written == 1:
+                slot = guard.value(self.slot(spec, point))
                 block = [guard.value(e) for e in schedule.block(spec, point)]
-                guard.add(self.sync_copy(operand, block, 0, copy_in=False))
+                guard.add(self.sync_copy(operand, block, slot, copy_in=False))
             else:
-                self.copy(guard, operand, point, "start")
+                self.copy(guard, operand, point, "start", copy_in=False)
         for operand in outputs:  # phase 5: wait the write-back `lag` steps back
             spec = operand.spec
-            lag = spec.buffers - 1
+            lag = spec.written - 1
             if lag < 1:
                 continue
             changed = schedule.changes(spec, schedule.at_step(1 - lag))
             far = AffineConstraintExpr(ge, linear - lag, AffineExpr.constant(0))
             guarded = build.when([*changed, far])
-            self.copy(guarded, operand, schedule.at_step(-lag), "wait", -lag)
+            earlier = schedule.at_step(-lag)
+            self.copy(guarded, operand, earlier, "wait", -lag, copy_in=False)
 
     def view(self, build: _GridBuilder, spec: PipelineOperand, point) -> SSAValue:
         """The window of an operand in VMEM: a view of it at the block

@@ -315,14 +315,16 @@ def _pipeline_instructions(op: PipelineOp) -> int:
     else:
         schedules = op.core_count or 1
     count = 0
-    for ref, _, bref, index_map in op.specs():
+    for (ref, _, bref, index_map), spec in zip(
+        op.specs(), op.ref_specs.data, strict=True
+    ):
         if isinstance(ref.type, RefType) and ref.type.space_name == "vmem":
             continue  # viewed at each block, never copied
         block = [
             r.value if isinstance(r, AffineConstantExpr) else r
             for r in index_map.data.results
         ]
-        copy = instruction_count(bref, block, 1, True)
+        copy = instruction_count(bref, block, 1, True) * (1 + spec.input * spec.output)
         count += steps * (1 + 2 * copy) + schedules * (bref.buffers.data * copy + 2)
     return count
 

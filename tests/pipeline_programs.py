@@ -7,8 +7,9 @@ cores or not), one to three inputs whose index maps pick grid dimensions
 or constants in any order (so blocks may stay put, move with an outer
 dimension only, or be transposed), one or two outputs that follow a
 prefix of the grid (accumulators that stay put over the inner
-dimensions), input buffer counts 1 to 4, output counts 1 to 3 (1 or 2 on
-a kernel grid), trivially windowed operands (the whole array is one
+dimensions), some of them `inout` (emit_pipeline's only: fetched, added
+to, written back; in and out counts 1 to 3), input buffer counts 1 to 4,
+output counts 1 to 3 (1 or 2 on a kernel grid), trivially windowed operands (the whole array is one
 block), and `no_pipelining`.
 
 `pallas_schedule()` walks the grid step by step, as Pallas' scheduler
@@ -65,7 +66,29 @@ class Spec:
     window_name: str = ""
     """The window buffer's name in the stream (a fresh name: see
     `Pipeline.named`); `x0_window` by default."""
-    sems_name: str = ""
+    suffix: str = ""
+    """Of its semaphores' names (`Pipeline.named`)."""
+    out_buffers: int = 0
+    """An `inout`'s output count (its input count is `buffers`)."""
+
+    @property
+    def inout(self) -> bool:
+        return self.out_buffers > 0
+
+    @property
+    def fetched(self) -> int:
+        """The input buffer count; 0 for an output."""
+        return self.buffers if not self.output or self.inout else 0
+
+    @property
+    def written(self) -> int:
+        """The output buffer count; 0 for an input."""
+        return self.out_buffers if self.inout else self.buffers * self.output
+
+    @property
+    def slots(self) -> int:
+        """The window's slots (Pallas' `_total_buffer_count`)."""
+        return self.fetched + self.written - self.inout
 
     @property
     def window(self) -> str:
@@ -73,7 +96,12 @@ class Spec:
 
     @property
     def sems(self) -> str:
-        return self.sems_name or f"{self.name}_sems"
+        """Its fetches' semaphores (an output's: its write-backs')."""
+        return f"{self.name}_{'in_' * self.inout}sems{self.suffix}"
+
+    @property
+    def out_sems(self) -> str:
+        return f"{self.name}_{'out_' * self.inout}sems{self.suffix}"
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -143,7 +171,7 @@ class Pipeline:
                 s,
                 window_name=f"{s.name}_window"
                 + suffix(copy + (taken if s is self.inputs[0] else 0)),
-                sems_name=f"{s.name}_sems{suffix(copy)}",
+                suffix=suffix(copy),
             )
             for s in self.specs
         )
@@ -170,20 +198,31 @@ class Pipeline:
         for s in self.specs:
             results = ", ".join("0" if d is None else f"d{d}" for d in s.results)
             block = ", ".join(map(str, BLOCK))
+            direction = "inout" if s.inout else "out" if s.output else "in"
+            counts = f"[{s.buffers}, {s.out_buffers}]" if s.inout else s.buffers
             specs.append(
-                f"{'out' if s.output else 'in'} %{s.name} : {ref(s.shape)} "
+                f"{direction} %{s.name} : {ref(s.shape)} "
                 f"block [{block}] index affine_map<({dims}) -> ({results})> "
-                f"buffers {s.buffers}"
+                f"buffers {counts}"
             )
         windows = ", ".join(f"%{s.name}w" for s in self.specs)
         indices = ", ".join(f"%{NAMES[d]}" for d in range(len(self.grid)))
         first = self.inputs[0]
-        body = "\n".join(
-            f"    copy.compute %{s.name}w (%{first.name}w) : "
-            f"{window(first)}, {window(s)} "
-            + compute_region(f"(add $0 {k + 1}.0)", "f32", 1)
-            for k, s in enumerate(self.outputs)
-        )
+        lines = []
+        for k, s in enumerate(self.outputs):
+            if s.inout:  # it accumulates the first input's blocks
+                lines.append(
+                    f"    copy.compute %{s.name}w (%{s.name}w, %{first.name}w) : "
+                    f"{window(s)}, {window(s)}, {window(first)} "
+                    + compute_region("(add $0 $1)", "f32", 2)
+                )
+            else:
+                lines.append(
+                    f"    copy.compute %{s.name}w (%{first.name}w) : "
+                    f"{window(first)}, {window(s)} "
+                    + compute_region(f"(add $0 {k + 1}.0)", "f32", 1)
+                )
+        body = "\n".join(lines)
         words = ["parallel" if p else "arbitrary" for p in self.parallels]
         options = (
             " kernel_grid" * self.kernel_grid
@@ -249,7 +288,8 @@ def pallas_schedule(p: Pipeline) -> list[str]:
 
 
 def _trivial_in(p: Pipeline, prefix: str) -> list[str]:
-    return [e for s in p.inputs if s.trivial for e in _sync_in(s, None, prefix)]
+    fetched = [s for s in p.specs if s.fetched and s.trivial]
+    return [e for s in fetched for e in _sync_in(s, None, prefix)]
 
 
 def _trivial_out(p: Pipeline, prefix: str) -> list[str]:
@@ -296,7 +336,7 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
         count, slots = -1, []
         for t in range(n):
             count += changed[s.name][t]
-            slots.append(count % (1 if p.no_pipelining else s.buffers))
+            slots.append(count % (1 if p.no_pipelining else s.slots))
         slot[s.name] = slots
     events: list[str] = []
 
@@ -311,12 +351,12 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
             f"on {s.sems}[{k}]",
         )
 
-    inputs = [s for s in active if not s.output]
-    outputs = [s for s in active if s.output]
+    inputs = [s for s in active if s.fetched]
+    outputs = [s for s in active if s.written]
     if not p.no_pipelining:  # the prologue, step-major
-        for t in range(min(max((s.buffers for s in inputs), default=1) - 1, n)):
+        for t in range(min(max((s.fetched for s in inputs), default=1) - 1, n)):
             for s in inputs:
-                if t < s.buffers - 1 and changed[s.name][t]:
+                if t < s.fetched - 1 and changed[s.name][t]:
                     fetch(s, t, outer)
     for t in range(n):
         here = names[t]
@@ -326,14 +366,14 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
                     events.append(line)
         else:
             for s in inputs:
-                ahead = t + s.buffers - 1
+                ahead = t + s.fetched - 1
                 if ahead < n and changed[s.name][ahead]:
                     fetch(s, ahead, here)
             for s in inputs:
                 if changed[s.name][t]:
                     at(here, f"wait {s.sems}[{slot[s.name][t]}] 4096")
         for s in outputs:
-            if changed[s.name][t]:
+            if changed[s.name][t] and not s.inout:
                 at(here, f"invalidate {_window(s, slot[s.name][t])}")
         for s in p.outputs:
             k = 0 if s.trivial else slot[s.name][t]
@@ -345,26 +385,27 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
         for s in outputs:
             if t == n - 1 or changed[s.name][t + 1]:
                 k = slot[s.name][t]
-                if s.buffers == 1:
+                if s.written == 1:
                     events += _sync_out(s, points[t], here, slot=k)
                 else:
                     at(
                         here,
                         f"start {_window(s, k)} -> {s.name}[{s.region(points[t])}] "
-                        f"on {s.sems}[{k}]",
+                        f"on {s.out_sems}[{k}]",
                     )
         for s in outputs:  # the copy `buffers - 1` steps back
-            lag = s.buffers - 1
+            lag = s.written - 1
             if lag and t >= lag and changed[s.name][t - lag + 1]:
-                at(here, f"wait {s.sems}[{slot[s.name][t - lag]}] 4096")
+                at(here, f"wait {s.out_sems}[{slot[s.name][t - lag]}] 4096")
     if not p.no_pipelining:  # the epilogue: the oldest copies first
-        lags = max((s.buffers - 1 for s in outputs), default=0)
+        lags = max((s.written - 1 for s in outputs), default=0)
         for lag in range(lags - 1, -1, -1):
             for s in outputs:
-                if lag >= s.buffers - 1 or lag >= n:
+                if lag >= s.written - 1 or lag >= n:
                     continue
                 if lag == 0 or changed[s.name][n - lag]:
-                    at(outer, f"wait {s.sems}[{slot[s.name][n - 1 - lag]}] 4096")
+                    k = slot[s.name][n - 1 - lag]
+                    at(outer, f"wait {s.out_sems}[{k}] 4096")
     return events
 
 
@@ -388,13 +429,19 @@ def expected_outputs(
     p: Pipeline, inputs: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """The outputs' final values: each visited block holds what its last
-    visit's body wrote (output k: the first input's block plus k + 1)."""
+    visit's body wrote (output k: the first input's block plus k + 1; an
+    `inout`: its own block plus the first input's, at every visit)."""
     result = {name: array.copy() for name, array in inputs.items()}
     first = p.inputs[0]
-    for point in itertools.product(*map(range, p.grid)):
+    points = list(itertools.product(*map(range, p.grid)))
+    for point in points * p.copies:  # each copy of the pipeline adds again
         source = inputs[first.name][_slices(first, point)]
         for k, s in enumerate(p.outputs):
-            result[s.name][_slices(s, point)] = source + np.float32(k + 1)
+            block = _slices(s, point)
+            if s.inout:
+                result[s.name][block] += source
+            else:
+                result[s.name][block] = source + np.float32(k + 1)
     return result
 
 
@@ -433,7 +480,10 @@ def pipelines(draw) -> Pipeline:
         dims = list(range(used)) + [None] * (2 - used)
         results = tuple(draw(st.permutations(dims)))
         buffers = draw(st.integers(1, 2 if kernel_grid else 3))
-        specs.append(Spec(f"y{n}", True, results, buffers, grid))
+        out_buffers = (
+            0 if kernel_grid or draw(st.booleans()) else draw(st.integers(1, 3))
+        )
+        specs.append(Spec(f"y{n}", True, results, buffers, grid, "", "", out_buffers))
     copies = draw(st.sampled_from([1, 1, 1, 2]))
     clash = draw(st.integers(0, 3)) == 0
     semantics: tuple[bool, ...] = ()

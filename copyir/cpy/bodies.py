@@ -28,6 +28,7 @@ from copyir.cpy.options import OptionReader
 from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
     IN,
+    INOUT,
     OUT,
     SEMANTICS,
     SQUEEZED,
@@ -228,12 +229,14 @@ class BodyBuilder(OptionReader):
     def pipeline_spec(self, spec: Tree, rank: int) -> tuple:
         """`in x block=(...) index=(i, j) -> (...) buffers=3`: the ref, its
         direction, block dims, index map and buffer count."""
-        output = spec.data == "out_spec"
+        direction = _DIRECTIONS[spec.data]
+        output = direction != IN
         parts = children(spec)
         name, *items = parts[1:] if output else parts
         ref = self.lookup(name)
-        label = f"{'out' if output else 'in'} {name}"
-        values = self.options(items, label, _SPEC_OPTIONS)
+        label = f"{direction} {name}"
+        known = _INOUT_OPTIONS if direction == INOUT else _SPEC_OPTIONS
+        values = self.options(items, label, known)
         if output and "revisit" in values:
             at = next(i for i in items if str(children(i)[0]) == "revisit")
             raise self.error(children(at)[0], errors.REVISIT_MODE)
@@ -247,8 +250,13 @@ class BodyBuilder(OptionReader):
                 )
         self.check_window(ref, values["block"], name)
         index_map = self.index_map(values["index"], rank, str(name))
-        direction = OUT if output else IN
-        return ref, direction, values["block"], index_map, values.get("buffers", 2)
+        if direction != INOUT:
+            return ref, direction, values["block"], index_map, values.get("buffers", 2)
+        counts = values.get("buffers", [2, 1])
+        if len(counts) != 2:
+            at = next(i for i in items if str(children(i)[0]) == "buffers")
+            raise self.error(children(at)[0], errors.INOUT_BUFFERS)
+        return ref, direction, values["block"], index_map, *counts
 
     def check_window(self, ref: SSAValue, block: list, at: Token) -> None:
         """A block size below 1 makes no window (no ref has an empty
@@ -330,7 +338,7 @@ class BodyBuilder(OptionReader):
         self.close_scope(outer)
 
 
-_SPECS = frozenset(("in_spec", "out_spec"))
+_SPECS = frozenset(("in_spec", "out_spec", "inout_spec"))
 _PIPELINE_OPTIONS = {
     "grid": "grid",
     "dimension_semantics": "names",
@@ -339,3 +347,5 @@ _PIPELINE_OPTIONS = {
     "cores": "int",
 }
 _SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int", "revisit": "names"}
+_INOUT_OPTIONS = _SPEC_OPTIONS | {"buffers": "counts"}
+_DIRECTIONS = {"in_spec": IN, "out_spec": OUT, "inout_spec": INOUT}

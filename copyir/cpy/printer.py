@@ -34,7 +34,8 @@ from copyir.compute import Apply, Operand
 from copyir.cpy.keywords import AUGMENTED, KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
-    OUT,
+    IN,
+    INOUT,
     AllocOp,
     AsyncCopyOp,
     AsyncDmaOp,
@@ -457,9 +458,10 @@ class _KernelPrinter:
             else [default_index_name(k) for k in range(len(grid))]
         )
         specs = _pipeline_specs(op)
-        outputs = any(direction == OUT for _, direction, *_ in specs)
+        wide = {direction for _, direction, *_ in specs} - {IN}
+        width = max((len(d) for d in wide), default=2)
         for ref, direction, block, index_map, buffers in specs:
-            word = "out " if direction == OUT else "in  " if outputs else "in "
+            word = f"{direction:<{width}} " if wide else "in "
             dims = format_tuple(b.describe() for b in block.data)
             results = index_map.data.results
             lambda_text = (
@@ -467,7 +469,10 @@ class _KernelPrinter:
                 f"({', '.join(format_expr(e, params) for e in results)})"
             )
             spec = f"{word}{self.names[ref]} block={dims} index={lambda_text}"
-            spec += f" buffers={buffers}" * (buffers != 2)
+            if direction == INOUT:
+                spec += f" buffers={format_tuple(buffers)}" * (buffers != (2, 1))
+            else:
+                spec += f" buffers={buffers[0]}" * (buffers[0] != 2)
             lines.append(f"{pad}    {spec}")
         names = self.arg_names(op.windows + (indices if named else ()))
         lines.append(f"{pad}    ({', '.join(names)}){self.loc(op.location)} {{")
@@ -595,9 +600,16 @@ def _inline_inputs(owner: Operation) -> list[SSAValue]:
 
 
 def _pipeline_specs(op: PipelineOp) -> list[tuple]:
-    """Per operand: ref, direction, block dims, index map, buffer count."""
+    """Per operand: ref, direction, block dims, index map, buffer counts
+    (an `inout`'s two, another's one)."""
     return [
-        (ref, s.direction.data, s.block, s.index_map, s.buffers.data)
+        (
+            ref,
+            s.direction.data,
+            s.block,
+            s.index_map,
+            s.counts if s.direction.data == INOUT else (s.buffers.data,),
+        )
         for ref, s in zip(op.refs, op.ref_specs.data, strict=True)
     ]
 

@@ -63,13 +63,15 @@ from .windows import BufferedRefOp
 
 
 class Direction(StrEnum):
-    """Whether a pipeline reads an operand's blocks or writes them."""
+    """Whether a pipeline reads an operand's blocks, writes them, or both
+    (JAX 0.12's `BufferedRef.input_output`)."""
 
     IN = "in"
     OUT = "out"
+    INOUT = "inout"
 
 
-IN, OUT = Direction.IN, Direction.OUT
+IN, OUT, INOUT = Direction.IN, Direction.OUT, Direction.INOUT
 
 
 @irdl_attr_definition
@@ -81,7 +83,9 @@ class DirectionAttr(EnumAttribute[Direction], SpacedOpaqueSyntaxAttribute):
 class PipelineSpecAttr(ParametrizedAttribute):
     """How a pipeline streams one operand, Pallas' `BlockSpec` with its
     direction and buffer count: `#copy.pipeline_spec<in block [128, 128]
-    index affine_map<(d0, d1) -> (d0, d1)> buffers 3>`."""
+    index affine_map<(d0, d1) -> (d0, d1)> buffers 3>`. An `inout` operand
+    has an input and an output count, `buffers [2, 1]`, and `in + out - 1`
+    slots, as JAX 0.12's input_output BufferedRef."""
 
     name = "copy.pipeline_spec"
 
@@ -89,6 +93,9 @@ class PipelineSpecAttr(ParametrizedAttribute):
     block: ArrayAttr[BlockDimAttr]
     index_map: AffineMapAttr
     buffers: IntAttr
+    """The input count of an `inout`, else the operand's count."""
+    out_buffers: IntAttr
+    """The output count of an `inout`; 0 for the others."""
 
     def __init__(
         self,
@@ -96,6 +103,7 @@ class PipelineSpecAttr(ParametrizedAttribute):
         block: Sequence[BlockDimAttr],
         index_map: AffineMap | AffineMapAttr,
         buffers: int = 2,
+        out_buffers: int = 0,
     ):
         if isinstance(index_map, AffineMap):
             index_map = AffineMapAttr(index_map)
@@ -104,11 +112,33 @@ class PipelineSpecAttr(ParametrizedAttribute):
             ArrayAttr(block),
             index_map,
             IntAttr(buffers),
+            IntAttr(out_buffers),
         )
 
     @property
     def output(self) -> bool:
-        return self.direction.data == OUT
+        """Whether the pipeline writes the operand's blocks back."""
+        return self.direction.data != IN
+
+    @property
+    def input(self) -> bool:
+        """Whether the pipeline fetches the operand's blocks."""
+        return self.direction.data != OUT
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(input, output) buffer counts; 0 for a direction it lacks."""
+        count = self.buffers.data
+        if self.direction.data == INOUT:
+            return count, self.out_buffers.data
+        return (count, 0) if self.direction.data == IN else (0, count)
+
+    @property
+    def slots(self) -> int:
+        """Its window's slots: an `inout` shares one between its last
+        fetch and its first write-back (Pallas' `_total_buffer_count`)."""
+        fetched, written = self.counts
+        return fetched + written - (self.direction.data == INOUT)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
@@ -128,12 +158,17 @@ class PipelineSpecAttr(ParametrizedAttribute):
         printer.print_list(self.block.data, lambda b: b.print_block_dim(printer))
         printer.print_string("] index ")
         printer.print_attribute(self.index_map)
-        printer.print_string(f" buffers {self.buffers.data}")
+        if self.direction.data == INOUT:
+            printer.print_string(f" buffers [{', '.join(map(str, self.counts))}]")
+        else:
+            printer.print_string(f" buffers {self.buffers.data}")
 
 
 def parse_direction(parser: AttrParser) -> Direction:
     if parser.parse_optional_keyword("out") is not None:
         return OUT
+    if parser.parse_optional_keyword("inout") is not None:
+        return INOUT
     parser.parse_keyword("in")
     return IN
 
@@ -156,9 +191,24 @@ def parse_spec_rest(
     parser.parse_keyword("index")
     index_map = parser.parse_attribute()
     parser.parse_keyword("buffers")
-    buffers = parse_i64(parser)
+    if direction == INOUT:
+        start = parser.pos
+        counts = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_i64(parser)
+        )
+        if len(counts) != 2:
+            parser.raise_error(errors.INOUT_BUFFERS, start, parser.pos)
+        buffers, out_buffers = counts
+    else:
+        buffers, out_buffers = parse_i64(parser), 0
     return PipelineSpecAttr.new(
-        (DirectionAttr(direction), ArrayAttr(block), index_map, IntAttr(buffers))
+        (
+            DirectionAttr(direction),
+            ArrayAttr(block),
+            index_map,
+            IntAttr(buffers),
+            IntAttr(out_buffers),
+        )
     )
 
 
@@ -281,7 +331,7 @@ class PipelineOp(GridOp):
             type = ref.type
             shape = type.get_shape() if isinstance(type, RefType) else ()
             element = type.element_type if isinstance(type, RefType) else i64
-            block, buffers = spec.block.data, spec.buffers.data
+            block, buffers = spec.block.data, spec.slots
             bref = BufferedRefType(shape, element, block, buffers, "vmem")
             found.append((ref, spec.output, bref, spec.index_map))
         return found
@@ -322,6 +372,14 @@ class PipelineOp(GridOp):
             )
         for number, (ref, output, bref, index_map) in enumerate(self.specs()):
             type = expect_ref("pipeline", "operand", ref)
+            spec = self.ref_specs.data[number]
+            if spec.direction.data == INOUT:
+                if min(spec.counts) < 1:
+                    raise CopyIRError(
+                        errors.BAD_BUFFERS.format(buffers=min(spec.counts))
+                    )
+                if self.kernel_grid is not None:
+                    raise CopyIRError(errors.INOUT_ON_KERNEL_GRID)
             BufferedRefOp.check_type(bref, describe(ref))
             if output and bref.buffers.data > 2 and self.kernel_grid is not None:
                 raise CopyIRError(errors.OUTPUT_BUFFERS)

@@ -205,3 +205,55 @@ kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
     yw[...] = xw
   }
 }
+
+# -----
+
+# An inout operand takes an (in, out) pair of buffer counts.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  pipeline grid=(8,)
+      in    x block=(8, 128) index=(i) -> (i, 0)
+      # expected-error@+1 {{An inout operand takes buffers [in, out]: two counts}}
+      inout y block=(8, 128) index=(i) -> (i, 0) buffers=(2, 1, 1)
+      (xw, yw) {
+    yw += xw
+  }
+}
+
+# -----
+
+# Each of an inout's counts is at least 1.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{buffers must be >= 1, got 0}}
+  pipeline grid=(8,)
+      in    x block=(8, 128) index=(i) -> (i, 0)
+      inout y block=(8, 128) index=(i) -> (i, 0) buffers=(2, 0)
+      (xw, yw) {
+    yw += xw
+  }
+}
+
+# -----
+
+# inout operands are emit_pipeline's.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{inout operands are emit_pipeline's (JAX 0.12's BufferedRef.input_output); a kernel grid has inputs and outputs}}
+  pipeline kernel_grid grid=(8,)
+      in    x block=(8, 128) index=(i) -> (i, 0)
+      inout y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw += xw
+  }
+}
+
+# -----
+
+# cores= is emit_pipeline's.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{cores= partitions an emit_pipeline over cores; a kernel grid's parallel dimensions are split across cores by the chip (drop kernel_grid or cores=)}}
+  pipeline kernel_grid grid=(8,) dimension_semantics=(parallel,) cores=2
+      in  x block=(8, 128) index=(i) -> (i, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
