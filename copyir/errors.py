@@ -204,6 +204,8 @@ REVISITED = (
     "Revisited block {block} of output {output} in iteration {iteration}. The "
     "block was previously visited in iterations {first} through {last} ."
 )
+OUTPUT_LOOKAHEAD = "Output buffering does not support lookahead."
+GRID_LOOKAHEAD = "Grid must be specified when using lookahead."
 NO_PARALLEL_DIMENSION = (
     "Cannot partition over cores without parallel grid dimensions:"
     " dimension_semantics={semantics}"
@@ -223,6 +225,7 @@ CORES_ON_KERNEL_GRID = (
     "dimensions are split across cores by the chip (drop kernel_grid or cores=)"
 )
 CORES_NOT_POSITIVE = "cores= must be at least 1, got {cores}"
+LOOKAHEAD_ONE_BUFFER = "Lookahead with 1 buffer is not supported yet"
 INOUT_BUFFERS = "An inout operand takes buffers [in, out]: two counts"
 INOUT_ON_KERNEL_GRID = (
     "inout operands are emit_pipeline's (JAX 0.12's BufferedRef.input_output); "

@@ -93,6 +93,9 @@ class PipelineOperand:
     """(input, output) buffer counts: how far ahead it fetches, and how
     many steps after a write-back starts it is awaited, plus one; 0 for a
     direction it lacks (an `inout` has both)."""
+    lookahead: bool = False
+    """An input fetching `fetched - 1` blocks ahead, not steps (Pallas'
+    `fetch_with_lookahead`)."""
 
     @property
     def fetched(self) -> int:
@@ -171,6 +174,30 @@ class Schedule:
             return AffineExpr.constant(0)
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
+
+    def stays(self, operand: PipelineOperand) -> int:
+        """The steps the operand's block stays put once it changed: the
+        extents of the sequential dimensions after the one it follows (all
+        of them when it follows none)."""
+        stays = 1
+        for d in self.sequential:
+            if operand.follows is None or d > operand.follows:
+                stays *= self.grid[d]
+        return stays
+
+    def fetch_distance(self, operand: PipelineOperand) -> int:
+        """How many steps ahead an input's fetches are: `fetched - 1`, or
+        with lookahead `fetched - 1` blocks, each staying `stays` steps.
+
+        Lookahead (`fetch_with_lookahead`) walks the grid from the last
+        fetched point and fetches each block that differs from the one
+        before it, until the fetches in flight or unread fill the buffers.
+        A block is unread until the step after its last one, so at the step
+        a block c changes to, the walk fetches block c + fetched - 1; the
+        blocks of a schedule change every `stays` steps, so that block's
+        first step is `(fetched - 1) * stays` steps later."""
+        ahead = operand.fetched - 1
+        return ahead * self.stays(operand) if operand.lookahead else ahead
 
     def counter_at_step(self, operand: PipelineOperand, offset: int) -> AffineExpr:
         """The counter at the point `offset` steps from the current one, in
@@ -341,6 +368,7 @@ def _schedule(
                 trivial,
                 aliased,
                 spec.counts,
+                spec.looks_ahead,
             )
         )
     return Schedule(grid, parallel, operands, user, origin)

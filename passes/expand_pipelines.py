@@ -471,11 +471,16 @@ class _Expansion:
         inputs = [o for o in active if o.spec.fetched]
         ahead = max((o.spec.fetched - 1 for o in inputs), default=0)
         for step in range(min(ahead, schedule.steps)):
-            point = _static(schedule, step)
             for operand in inputs:
-                if step < operand.spec.fetched - 1 and _statically_holds(
-                    schedule.changes(operand.spec, point)
-                ):
+                spec = operand.spec
+                if step >= spec.fetched - 1:
+                    continue
+                # With lookahead, the prologue's k-th fetch is the k-th block.
+                at = step * schedule.stays(spec) if spec.lookahead else step
+                if at >= schedule.steps:
+                    continue
+                point = _static(schedule, at)
+                if _statically_holds(schedule.changes(spec, point)):
                     self.copy(build, operand, point, "start", copy_in=True)
 
     def epilogue(self, build: _GridBuilder, outputs: list[_WindowedOperand]) -> None:
@@ -541,7 +546,7 @@ class _Expansion:
         if pipelined:
             for operand in inputs:  # phase 1: prefetch
                 spec = operand.spec
-                ahead = spec.fetched - 1
+                ahead = schedule.fetch_distance(spec)
                 if ahead == 0:
                     self.copy(
                         build.when(schedule.changes(spec, point)),
@@ -557,7 +562,8 @@ class _Expansion:
                     AffineExpr.constant(steps - 1 - ahead) - linear,
                     AffineExpr.constant(0),
                 )
-                guarded = build.when([*schedule.changes(spec, later), inside])
+                changes = schedule.changes(spec, point if spec.lookahead else later)
+                guarded = build.when([*changes, inside])
                 self.copy(guarded, operand, later, "start", ahead, copy_in=True)
             for operand in inputs:  # phase 2: wait the current block
                 guarded = build.when(schedule.changes(operand.spec, point))

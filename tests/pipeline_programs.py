@@ -8,7 +8,9 @@ or constants in any order (so blocks may stay put, move with an outer
 dimension only, or be transposed), one or two outputs that follow a
 prefix of the grid (accumulators that stay put over the inner
 dimensions), some of them `inout` (emit_pipeline's only: fetched, added
-to, written back; in and out counts 1 to 3), input buffer counts 1 to 4,
+to, written back; in and out counts 1 to 3), input buffer counts 1 to 4
+(with lookahead or not: Pallas' `fetch_with_lookahead` walk, modelled
+as it runs),
 output counts 1 to 3 (1 or 2 on a kernel grid), trivially windowed operands (the whole array is one
 block), and `no_pipelining`.
 
@@ -70,6 +72,8 @@ class Spec:
     """Of its semaphores' names (`Pipeline.named`)."""
     out_buffers: int = 0
     """An `inout`'s output count (its input count is `buffers`)."""
+    lookahead: bool = False
+    """An input with `pl.Buffered(buffers, use_lookahead=True)`."""
 
     @property
     def inout(self) -> bool:
@@ -203,7 +207,7 @@ class Pipeline:
             specs.append(
                 f"{direction} %{s.name} : {ref(s.shape)} "
                 f"block [{block}] index affine_map<({dims}) -> ({results})> "
-                f"buffers {counts}"
+                f"buffers {counts}" + " lookahead" * s.lookahead
             )
         windows = ", ".join(f"%{s.name}w" for s in self.specs)
         indices = ", ".join(f"%{NAMES[d]}" for d in range(len(self.grid)))
@@ -353,10 +357,37 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
 
     inputs = [s for s in active if s.fetched]
     outputs = [s for s in active if s.written]
+    # Lookahead inputs as `fetch_with_lookahead` walks: the fetches issued,
+    # the blocks done with, and the last point the walk compared.
+    look = {s.name: [0, 0, 0] for s in inputs if s.lookahead}
+
+    def walk(s: Spec, limit: int, prefix: str) -> None:
+        state = look[s.name]
+        current, following = state[2], state[2] + 1
+        while state[0] < limit and following < n:
+            if s.block(points[following]) != s.block(points[current]):
+                k = state[0] % s.slots
+                at(
+                    prefix,
+                    f"start {s.name}[{s.region(points[following])}] -> "
+                    f"{_window(s, k)} on {s.sems}[{k}]",
+                )
+                state[0] += 1
+            current, following = following, following + 1
+        state[2] = current
+
     if not p.no_pipelining:  # the prologue, step-major
         for t in range(min(max((s.fetched for s in inputs), default=1) - 1, n)):
             for s in inputs:
-                if t < s.fetched - 1 and changed[s.name][t]:
+                if t >= s.fetched - 1:
+                    continue
+                if s.lookahead and t == 0:
+                    fetch(s, 0, outer)
+                    look[s.name][0] = 1
+                elif s.lookahead:
+                    state = look[s.name]
+                    walk(s, min(state[1] + s.fetched, state[0] + 1), outer)
+                elif changed[s.name][t]:
                     fetch(s, t, outer)
     for t in range(n):
         here = names[t]
@@ -367,7 +398,9 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
         else:
             for s in inputs:
                 ahead = t + s.fetched - 1
-                if ahead < n and changed[s.name][ahead]:
+                if s.lookahead:
+                    walk(s, look[s.name][1] + s.fetched, here)
+                elif ahead < n and changed[s.name][ahead]:
                     fetch(s, ahead, here)
             for s in inputs:
                 if changed[s.name][t]:
@@ -393,6 +426,9 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
                         f"start {_window(s, k)} -> {s.name}[{s.region(points[t])}] "
                         f"on {s.out_sems}[{k}]",
                     )
+        for s in inputs:  # `advance_slots`: the block is done with
+            if s.lookahead and (t == n - 1 or changed[s.name][t + 1]):
+                look[s.name][1] += 1
         for s in outputs:  # the copy `buffers - 1` steps back
             lag = s.written - 1
             if lag and t >= lag and changed[s.name][t - lag + 1]:
@@ -468,7 +504,10 @@ def pipelines(draw) -> Pipeline:
             ).filter(lambda r: r[0] is None or r[0] != r[1])
         )
         buffers = draw(st.integers(1, 4))
-        specs.append(Spec(f"x{n}", False, tuple(results), buffers, grid))
+        lookahead = buffers > 1 and draw(st.booleans())
+        specs.append(
+            Spec(f"x{n}", False, tuple(results), buffers, grid, lookahead=lookahead)
+        )
     # Outputs follow a prefix of the grid (no revisit); the parallel
     # dimensions are among those every output follows (a prefix on a
     # kernel grid), so no two cores write one block.

@@ -151,7 +151,13 @@ class BodyBuilder(OptionReader):
         names_tree, _, body = items[-3:]
         specs = [i for i in items[:-3] if i.data in _SPECS]
         options = [i for i in items[:-3] if i.data not in _SPECS]
-        properties = self.pipeline_options(token, options)
+        looks_ahead = any(
+            str(children(item)[0]) == "lookahead"
+            for spec in specs
+            for item in children(spec)
+            if isinstance(item, Tree)
+        )
+        properties = self.pipeline_options(token, options, looks_ahead)
         rank = len(properties["grid"].get_values())
         refs, parts = [], []
         for spec in specs:
@@ -180,12 +186,16 @@ class BodyBuilder(OptionReader):
         self.statements(body)
         self.close_scope(outer)
 
-    def pipeline_options(self, token: Token, options: list[Tree]) -> dict:
+    def pipeline_options(
+        self, token: Token, options: list[Tree], looks_ahead: bool = False
+    ) -> dict:
         """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)`,
         `kernel_grid` (the verifier wants its parallel dimensions a prefix),
         `cores=2` (emit_pipeline's), `no_pipelining`: the op's properties."""
         values = self.options(options, "pipeline", _PIPELINE_OPTIONS)
         grid = values.get("grid")
+        if grid is None and looks_ahead:
+            raise self.error(token, errors.GRID_LOOKAHEAD)
         if grid is None:
             raise self.error(
                 token,
@@ -238,8 +248,10 @@ class BodyBuilder(OptionReader):
         known = _INOUT_OPTIONS if direction == INOUT else _SPEC_OPTIONS
         values = self.options(items, label, known)
         if output and "revisit" in values:
-            at = next(i for i in items if str(children(i)[0]) == "revisit")
-            raise self.error(children(at)[0], errors.REVISIT_MODE)
+            raise self.error(_option_token(items, "revisit"), errors.REVISIT_MODE)
+        if output and "lookahead" in values:
+            at = _option_token(items, "lookahead")
+            raise self.error(at, errors.OUTPUT_LOOKAHEAD)
         for required in ("block", "index"):
             if required not in values:
                 raise self.error(
@@ -250,13 +262,15 @@ class BodyBuilder(OptionReader):
                 )
         self.check_window(ref, values["block"], name)
         index_map = self.index_map(values["index"], rank, str(name))
+        block = values["block"]
         if direction != INOUT:
-            return ref, direction, values["block"], index_map, values.get("buffers", 2)
+            buffers = values.get("buffers", 2)
+            lookahead = "lookahead" in values
+            return ref, direction, block, index_map, buffers, 0, lookahead
         counts = values.get("buffers", [2, 1])
         if len(counts) != 2:
-            at = next(i for i in items if str(children(i)[0]) == "buffers")
-            raise self.error(children(at)[0], errors.INOUT_BUFFERS)
-        return ref, direction, values["block"], index_map, *counts
+            raise self.error(_option_token(items, "buffers"), errors.INOUT_BUFFERS)
+        return ref, direction, block, index_map, *counts
 
     def check_window(self, ref: SSAValue, block: list, at: Token) -> None:
         """A block size below 1 makes no window (no ref has an empty
@@ -346,6 +360,19 @@ _PIPELINE_OPTIONS = {
     "kernel_grid": "flag",
     "cores": "int",
 }
-_SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int", "revisit": "names"}
+_SPEC_OPTIONS = {
+    "block": "block",
+    "index": "map",
+    "buffers": "int",
+    "revisit": "names",
+    "lookahead": "flag",
+}
+
+
+def _option_token(items: list[Tree], name: str) -> Token:
+    """The name token of a spec's option `name` (given)."""
+    return next(children(i)[0] for i in items if str(children(i)[0]) == name)
+
+
 _INOUT_OPTIONS = _SPEC_OPTIONS | {"buffers": "counts"}
 _DIRECTIONS = {"in_spec": IN, "out_spec": OUT, "inout_spec": INOUT}

@@ -460,7 +460,7 @@ class _KernelPrinter:
         specs = _pipeline_specs(op)
         wide = {direction for _, direction, *_ in specs} - {IN}
         width = max((len(d) for d in wide), default=2)
-        for ref, direction, block, index_map, buffers in specs:
+        for ref, direction, block, index_map, buffers, looks_ahead in specs:
             word = f"{direction:<{width}} " if wide else "in "
             dims = format_tuple(b.describe() for b in block.data)
             results = index_map.data.results
@@ -473,6 +473,7 @@ class _KernelPrinter:
                 spec += f" buffers={format_tuple(buffers)}" * (buffers != (2, 1))
             else:
                 spec += f" buffers={buffers[0]}" * (buffers[0] != 2)
+            spec += " lookahead" * looks_ahead
             lines.append(f"{pad}    {spec}")
         names = self.arg_names(op.windows + (indices if named else ()))
         lines.append(f"{pad}    ({', '.join(names)}){self.loc(op.location)} {{")
@@ -601,7 +602,7 @@ def _inline_inputs(owner: Operation) -> list[SSAValue]:
 
 def _pipeline_specs(op: PipelineOp) -> list[tuple]:
     """Per operand: ref, direction, block dims, index map, buffer counts
-    (an `inout`'s two, another's one)."""
+    (an `inout`'s two, another's one), lookahead."""
     return [
         (
             ref,
@@ -609,6 +610,7 @@ def _pipeline_specs(op: PipelineOp) -> list[tuple]:
             s.block,
             s.index_map,
             s.counts if s.direction.data == INOUT else (s.buffers.data,),
+            s.looks_ahead,
         )
         for ref, s in zip(op.refs, op.ref_specs.data, strict=True)
     ]
@@ -626,7 +628,7 @@ def _pipeline_problem(op: PipelineOp) -> str | None:
     semantics = op.dimension_semantics
     if semantics is not None and len(semantics) != rank:
         return "its dimension semantics are not one per grid dimension"
-    for _, _, _, index_map, _ in specs:
+    for _, _, _, index_map, _, _ in specs:
         affine_map = index_map.data
         if affine_map.num_dims != rank or affine_map.num_symbols:
             return f"its index map {affine_map} does not take the grid's {rank} indices"

@@ -492,7 +492,9 @@ def spec_line(head: str = "grid=(4,)", specs: str = "", names: str = "(xw)") -> 
         (
             spec_line(specs="in x block=(8, 256) index=(i) -> (i, 0) bufers=3"),
             errors.UNKNOWN_OPTION.format(
-                option="bufers", stmt="in x", known="block, buffers, index or revisit"
+                option="bufers",
+                stmt="in x",
+                known="block, buffers, index, lookahead or revisit",
             ),
             "bufers",
         ),

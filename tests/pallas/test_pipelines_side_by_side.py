@@ -167,3 +167,25 @@ def test_a_pipeline_nested_in_another_streams_its_windows():
     (x,) = arrays(1, shape)
     np.testing.assert_array_equal(run(f, x), x + 1.0)
     agrees_with_interpret_mode(f, x)
+
+
+def test_lookahead_fetches_the_next_blocks_that_differ():
+    """`pl.Buffered(3, use_lookahead=True)`: x's block stays put over j, so
+    the walk of `fetch_with_lookahead` fetches 2 blocks ahead, 4 steps,
+    where a plain `pl.Buffered(3)` fetches 2 steps ahead."""
+    shape = (32, 256)
+    rows = pl.BlockSpec(
+        (8, 256), lambda i, j: (i, 0), pipeline_mode=pl.Buffered(3, use_lookahead=True)
+    )
+
+    def body(x, o):
+        o[...] = x[...] * 2.0
+
+    def kernel(x, o):
+        out = pl.BlockSpec((8, 256), lambda i, j: (i, 0))
+        pltpu.emit_pipeline(body, grid=(4, 2), in_specs=[rows], out_specs=[out])(x, o)
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    np.testing.assert_array_equal(run(f, x), x * 2.0)
+    agrees_with_interpret_mode(f, x)

@@ -96,6 +96,9 @@ class PipelineSpecAttr(ParametrizedAttribute):
     """The input count of an `inout`, else the operand's count."""
     out_buffers: IntAttr
     """The output count of an `inout`; 0 for the others."""
+    lookahead: IntAttr
+    """1 for an input with `pl.Buffered(n, use_lookahead=True)`: it fetches
+    the next blocks that differ, not the next steps' blocks."""
 
     def __init__(
         self,
@@ -104,6 +107,7 @@ class PipelineSpecAttr(ParametrizedAttribute):
         index_map: AffineMap | AffineMapAttr,
         buffers: int = 2,
         out_buffers: int = 0,
+        lookahead: bool = False,
     ):
         if isinstance(index_map, AffineMap):
             index_map = AffineMapAttr(index_map)
@@ -113,7 +117,12 @@ class PipelineSpecAttr(ParametrizedAttribute):
             index_map,
             IntAttr(buffers),
             IntAttr(out_buffers),
+            IntAttr(int(lookahead)),
         )
+
+    @property
+    def looks_ahead(self) -> bool:
+        return bool(self.lookahead.data)
 
     @property
     def output(self) -> bool:
@@ -162,6 +171,8 @@ class PipelineSpecAttr(ParametrizedAttribute):
             printer.print_string(f" buffers [{', '.join(map(str, self.counts))}]")
         else:
             printer.print_string(f" buffers {self.buffers.data}")
+        if self.looks_ahead:
+            printer.print_string(" lookahead")
 
 
 def parse_direction(parser: AttrParser) -> Direction:
@@ -201,6 +212,7 @@ def parse_spec_rest(
         buffers, out_buffers = counts
     else:
         buffers, out_buffers = parse_i64(parser), 0
+    lookahead = parser.parse_optional_keyword("lookahead") is not None
     return PipelineSpecAttr.new(
         (
             DirectionAttr(direction),
@@ -208,6 +220,7 @@ def parse_spec_rest(
             index_map,
             IntAttr(buffers),
             IntAttr(out_buffers),
+            IntAttr(int(lookahead)),
         )
     )
 
@@ -373,6 +386,10 @@ class PipelineOp(GridOp):
         for number, (ref, output, bref, index_map) in enumerate(self.specs()):
             type = expect_ref("pipeline", "operand", ref)
             spec = self.ref_specs.data[number]
+            if spec.looks_ahead and spec.output:
+                raise CopyIRError(errors.OUTPUT_LOOKAHEAD)
+            if spec.looks_ahead and spec.buffers.data < 2:
+                raise CopyIRError(errors.LOOKAHEAD_ONE_BUFFER)
             if spec.direction.data == INOUT:
                 if min(spec.counts) < 1:
                     raise CopyIRError(
