@@ -5,7 +5,7 @@ add), a wait does nothing, a `sync_copy` copies leaf by leaf, a view is
 numpy slicing, and a `buffered_copy` takes its block with numpy's own
 slicing, `x[b*i : b*(i+1)]`, whose cut at the array's end is exactly the
 ragged-edge rule. Memory nobody writes holds the same poison as in the
-interpreter (every byte 0xFF).
+interpreter (`copyir.machine.poison`, Pallas' interpret mode's values).
 
 Loops run directly too, as xDSL's `scf` interpreter runs `scf.for`: a
 `copy.for` evaluates its bounds and runs its body once per index tuple,
@@ -86,19 +86,18 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
-from copyir.machine import POISON
+from copyir.machine import poison
 
 
 def poisoned(type: RefType | BufferedRefType) -> np.ndarray:
-    """An array of the type's shape and dtype whose every byte is 0xFF."""
+    """An array of the type's shape and dtype holding poison."""
     dtype = (
         type.dtype.numpy if isinstance(type, RefType) else type.array_type.dtype.numpy
     )
     shape = (
         type.get_shape() if isinstance(type, RefType) else type.window_type.get_shape()
     )
-    count = int(np.prod(shape, dtype=np.int64))
-    return np.full(count * dtype.itemsize, POISON, np.uint8).view(dtype).reshape(shape)
+    return np.full(shape, poison(dtype), dtype)
 
 
 def copy(src: np.ndarray, dst: np.ndarray, add: bool) -> None:

@@ -17,8 +17,10 @@ trivial windowing the whole ref is copied to or from the slot. A cut block
 copied in leaves the rest of its slot as padding, which a body may read
 (an elementwise body computes on whole windows, and the padding of its
 result is never written back): the copy marks the padding written, with
-poison (NaN, or all ones for integers), as Pallas' interpret mode pads
-uninitialised memory with NaN.
+poison (`copyir.machine.poison`: NaN, the dtype's maximum for integers,
+True for bool), as Pallas' interpret mode pads a `pallas_call` input to
+whole blocks with its uninitialized value
+(`interpret_utils.pad_to_block_dimension`).
 
 Block indices and the slot may be index values inside loops. Shapes stay
 static: where a block's size depends on its index (the ragged last block
@@ -89,6 +91,7 @@ from copyir.dialects.copy import (
 )
 from copyir.dtypes import DType
 from copyir.locations import with_detail
+from copyir.machine import poison
 
 Start = int | SSAValue
 """A block index, a slot or a view start: static, or an index value."""
@@ -294,8 +297,6 @@ class ExpandBufferedCopy(_WindowPattern):
         slab per cut dimension (the dimensions before it cut, those after
         it whole)."""
         literal = poison_literal(type.window_type.dtype)
-        if literal is None:
-            return []
         kept = [
             (block.size.data, size)
             for block, size in zip(type.block_dims, case.sizes, strict=True)
@@ -320,16 +321,12 @@ class ExpandBufferedCopy(_WindowPattern):
         return ops
 
 
-def poison_literal(dtype: DType) -> str | None:
-    """A computation's literal for padding: NaN, or all ones for integers
-    (None for bool, which has no poison value to write)."""
+def poison_literal(dtype: DType) -> str:
+    """A computation's literal for padding: the dtype's poison
+    (`copyir.machine.poison`), NaN for floats, else its integer value."""
     if dtype.name.startswith(("f", "bf")):
         return "nan"
-    if dtype.name.startswith("i"):
-        return "-1"
-    if dtype.name.startswith("u"):
-        return str((1 << (8 * dtype.itemsize)) - 1)
-    return None
+    return str(int(poison(dtype.numpy)))
 
 
 def _detail(indices: Sequence[Start], slot: Start) -> str:

@@ -325,3 +325,34 @@ def test_multiple_of_agrees_with_interpret_mode():
     comparison = compare(lambda: hbm_call(kernel)(X))
     assert comparison.status == "agrees", comparison.report()
     assert len(comparison.runs["on_wait"][0].events) == 8
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    ["float32", "bfloat16", "float16", "int32", "int16", "int8", "uint8", "bool"],
+)
+def test_memory_nobody_wrote_holds_interpret_modes_uninitialized_value(dtype):
+    """An output written only in half keeps, in its other half, what
+    interpret mode fills unwritten memory with (`interpret/utils.py`,
+    `get_uninitialized_value(dtype, "nan")`: NaN, the integer maximum,
+    True): the same bits on both sides (compare itself calls any two NaNs
+    equal), and copyir's warning."""
+    x = jnp.ones((16, 128), dtype)
+
+    def kernel(x, y):
+        pltpu.sync_copy(x.at[0:8], y.at[0:8])
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[ANY],
+        out_specs=ANY,
+    )
+    comparison = compare(lambda: call(x))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == [
+            "Output y is written only in part: 1024 of its 2048 elements keep "
+            "poison, the first at y[8, 0]"
+        ]
