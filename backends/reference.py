@@ -422,10 +422,16 @@ class CopyReference(InterpreterFunctions):
         grid point, row-major, an input's window holds its current block
         (fetched when the block changes), the body runs, and an output's
         window goes back to its block when the next step's block differs or
-        at the last step; an output window starts poisoned at each first
-        visit and persists while its block stays, so revisits accumulate."""
+        at the last step; an output window persists while its block stays,
+        so revisits accumulate. Each window has its slots, used in turn as
+        the block changes (Pallas' `BufferedRef` swaps its slot then): an
+        input's slot holds its block, poison past a cut one's edge; an
+        output's slot keeps what it held (poison at first use), and all of
+        it goes back, so rows the body did not write carry that."""
         specs: list[_PipelineSpec] = self.plan(op, lambda: _PipelineSpec.of(op))
-        windows = [poisoned(spec.window) for spec in specs]
+        slots = [[poisoned(spec.window) for _ in range(spec.buffers)] for spec in specs]
+        changes = [0] * len(specs)
+        windows: list[np.ndarray] = [s[0] for s in slots]
         frame: list[Any] = [op, ()]
         self.loops.append(frame)
         points = list(itertools.product(*(range(n) for n in op.grid_shape)))
@@ -438,8 +444,10 @@ class CopyReference(InterpreterFunctions):
                 parts.append(part)
                 if step and blocks[number][step] == blocks[number][step - 1]:
                     continue  # the block stays: so does its window
-                windows[number][...] = poisoned(spec.window)
+                windows[number] = slots[number][changes[number] % spec.buffers]
+                changes[number] += 1
                 if not spec.output:
+                    windows[number][...] = poisoned(spec.window)
                     windows[number][tuple(slice(0, n) for n in part.shape)] = part
             self.run_block(interpreter, op.body.block, (*windows, *point))
             for number, spec in enumerate(specs):
@@ -570,8 +578,8 @@ class _WindowPlan:
 
 @dataclass(frozen=True)
 class _PipelineSpec:
-    """One operand of a pipeline, read once: direction, block, index map and
-    the window's type."""
+    """One operand of a pipeline, read once: direction, block, index map,
+    the window's type and its number of slots."""
 
     name: str
     output: bool
@@ -579,6 +587,7 @@ class _PipelineSpec:
     shape: tuple[int, ...]
     index_map: Any
     window: RefType
+    buffers: int
 
     @classmethod
     def of(cls, op: PipelineOp) -> list[Self]:
@@ -590,6 +599,7 @@ class _PipelineSpec:
                 shape=bref.get_shape(),
                 index_map=index_map.data,
                 window=cast(RefType, window.type),
+                buffers=bref.buffers.data,
             )
             for (ref, output, bref, index_map), window in zip(
                 op.specs(), op.windows, strict=True

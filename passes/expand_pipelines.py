@@ -477,7 +477,7 @@ class _Expansion:
             if operand.spec.trivial or not operand.spec.output:
                 continue  # a block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
-            guarded.add(InvalidateOp.create(operands=[windows[position]]))
+            guarded.add(InvalidateOp(windows[position], stale=True))
         self.inline_body(build, windows)
         if not pipelined:
             for operand in outputs:

@@ -75,6 +75,7 @@ class Executable:
             prepare(stream, self.provided).check()
         program = prepare(stream, self.provided, order)
         verdict = program.check(claims=not order)
+        program.warn_stale(verdict)
         self.verdict = verdict
         self.trace = program.trace
         self.schedule = model.schedule(program.protocol)
