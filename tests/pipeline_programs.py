@@ -267,7 +267,7 @@ def _one_schedule(p: Pipeline, points, outer: str) -> list[str]:
                     at(here, f"wait {s.sems}[{slot[s.name][t]}] 4096")
         for s in outputs:
             if changed[s.name][t]:
-                at(here, f"invalidate {_window(s, slot[s.name][t])}")
+                at(here, f"invalidate {_window(s, slot[s.name][t])} stale")
         for s in p.outputs:
             k = 0 if s.trivial else slot[s.name][t]
             at(here, f"compute {_window(s, k)}")

@@ -24,10 +24,15 @@ RUN_ERRORS = sorted((EXAMPLES / "invalid" / "run").glob("*.*"))
 PARTLY_WRITTEN = {
     "element_squeezed.cpy": errors.RUN_PARTLY_WRITTEN.format(
         name="y", unwritten=384, size=512, first="y[0, 0]"
+    ),
+    "pipeline_half.cpy": errors.RUN_UNWRITTEN_WINDOW.format(
+        region="y[0:8, 0:128]", first="y[4, 0]"
     )
+    + ", at block (i, 0) slot i % 2, at i = 0",
 }
-"""The examples that leave an output partly written, on purpose, and the
-warning that says so (every other example runs without one)."""
+"""The examples that leave an output partly written, or write a pipeline
+window back that the body wrote in part, on purpose, and the warning that
+says so (every other example runs without one)."""
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:

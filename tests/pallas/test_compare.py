@@ -356,3 +356,141 @@ def test_memory_nobody_wrote_holds_interpret_modes_uninitialized_value(dtype):
             "Output y is written only in part: 1024 of its 2048 elements keep "
             "poison, the first at y[8, 0]"
         ]
+
+
+def half_written_grid(full_until: int, dtype=jnp.float32):
+    """A grid kernel over (4,) blocks of (8, 128) whose body writes its
+    whole output block at blocks up to `full_until`, then only rows 0:4."""
+    x = jnp.arange(32 * 128, dtype=dtype).reshape(32, 128)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+    def kernel(x_ref, y_ref):
+        @pl.when(pl.program_id(0) <= full_until)
+        def _():
+            y_ref[...] = x_ref[...]
+
+        y_ref[0:4, :] = x_ref[0:4, :] * 2
+
+    call = pl.pallas_call(
+        kernel,
+        grid=(4,),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    return lambda: call(x)
+
+
+UNWRITTEN_WINDOW = (
+    "DMA writes y_ref_hbm[0:8, 0:128] from window memory the pipeline body did "
+    "not write (the first at y_ref_hbm[4, 0]): as Pallas writes a whole window "
+    "back, it holds what the window's slot held before, at block (i, 0) slot "
+    "i % 2, at i = 0"
+)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_grid_body_writing_half_its_output_block(dtype):
+    """Never written, the other half carries interpret mode's uninitialized
+    value on both sides (`get_uninitialized_array` in
+    `interpret_pallas_call`'s output buffer), bit for bit; copyir warns
+    once, at the first write-back."""
+    comparison = compare(half_written_grid(-1, jnp.dtype(dtype)))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == [UNWRITTEN_WINDOW]
+        unwritten = ours.outputs[0].reshape(4, 8, 128)[:, 4:]
+        assert unwritten.tobytes() == np.full_like(unwritten, _poison(dtype)).tobytes()
+
+
+def _poison(dtype: str):
+    return np.iinfo(dtype).max if dtype.startswith("int") else np.nan
+
+
+def test_a_grid_output_block_is_one_buffer_in_interpret_mode():
+    """Written whole at blocks 0 and 1, in half after: interpret mode's
+    single output buffer (`interpret_pallas_call`'s kernel buffer, stored
+    back whole by `_store_to_output_buffer`) leaves block 1's rows in block
+    2's other half; copyir's two slots leave block 0's, as emit_pipeline's
+    do (`BufferedRef` swaps its slot at each block)."""
+    comparison = compare(half_written_grid(1))
+    assert known(comparison) == {"grid-output-one-buffer"}, comparison.report()
+    ours, theirs = comparison.runs["eager"]
+    x = np.arange(32 * 128, dtype=np.float32).reshape(32, 128)
+    np.testing.assert_array_equal(ours.outputs[0][20:24], x[4:8])
+    np.testing.assert_array_equal(theirs.outputs[0][20:24], x[12:16])
+
+
+HALF_PIPELINE = """
+kernel half(x: f32[32, 128] @hbm, y: f32[32, 128] @hbm) {
+  pipeline grid=(4,)
+      in  x block=(8, 128) index=(i) -> (i, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw, i) {
+    when i <= 1 {
+      yw[...] = xw
+    }
+    yw[0:4, :] = xw[0:4, :] + 1.0
+  }
+}
+"""
+
+
+@pytest.fixture
+def tiling_on_the_cpu(monkeypatch):
+    """emit_pipeline asks `tpu_info` for the chip's tiling, which the CPU
+    has none of: a TPU v5e's, for the test's length."""
+    from jax._src.pallas.mosaic import tpu_info
+
+    def v5e():
+        return tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion.TPU_V5E, 1)
+
+    monkeypatch.setitem(tpu_info.registry, "cpu", v5e)
+    yield
+    tpu_info.get_tpu_info.cache_clear()
+
+
+def test_a_pipeline_body_writing_part_of_its_window_as_emit_pipeline(tiling_on_the_cpu):
+    """`pipeline` against interpret mode's `emit_pipeline` (`pipeline.py`'s
+    `BufferedRef`: two slots, swapped as the block changes, each written
+    back whole) on a body that writes its output window whole at blocks 0
+    and 1 and only rows 0:4 after: block 2's rows 4:8 carry block 0's (its
+    slot's), block 3's block 1's, bit for bit in both modes. Run directly:
+    copyir does not import `pl.program_id` in an emit_pipeline body."""
+    x = jnp.arange(32 * 128, dtype=jnp.float32).reshape(32, 128)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+    def inner(xw, yw):
+        @pl.when(pl.program_id(0) <= 1)
+        def _():
+            yw[...] = xw[...]
+
+        yw[0:4, :] = xw[0:4, :] + 1.0
+
+    def kernel(x_hbm, y_hbm):
+        pltpu.emit_pipeline(inner, grid=(4,), in_specs=[spec], out_specs=[spec])(
+            x_hbm, y_hbm
+        )
+
+    import copyir
+
+    stream = copyir.to_stream(copyir.lower(HALF_PIPELINE))
+    for mode in ("eager", "on_wait"):
+        theirs = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            in_specs=[ANY],
+            out_specs=ANY,
+            interpret=pltpu.InterpretParams(dma_execution_mode=mode),
+        )(x)
+        with pytest.warns(copyir.CopyIRWarning) as caught:
+            ours = copyir.run(stream, {"x": np.asarray(x)}, mode=mode)["y"]
+        assert ours.tobytes() == np.asarray(theirs).tobytes()
+        assert [str(w.message) for w in caught] == [
+            "DMA writes y[16:24, 0:128] from window memory the pipeline body did "
+            "not write (the first at y[20, 0]): as Pallas writes a whole window "
+            "back, it holds what the window's slot held before, at block (i, 0) "
+            "slot i % 2, at i = 2"
+        ]
+    np.testing.assert_array_equal(ours[20:24], np.asarray(x)[4:8])
