@@ -24,6 +24,13 @@ random moment, at its start, or in the wait that needs it. A correct
 program gives one result in every mode."""
 
 
+PADDING = "padding of a cut block"
+"""The opaque computation (`copy.opaque`) that writes poison where a cut
+block (the ragged edge of an array) leaves its window slot, as Pallas'
+interpret mode pads a `pallas_call`'s inputs: a run warns where it reaches
+an output (`RUN_PADDING_OUTPUT`)."""
+
+
 def poison(dtype: np.dtype) -> np.ndarray:
     """The element a run's memory holds until written: Pallas' TPU interpret
     mode's `uninitialized_memory="nan"` (`interpret/utils.py`,

@@ -31,7 +31,7 @@ from copyir import errors
 from copyir.compute import Operand, compile_expression
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRWarning, InvocationError
-from copyir.machine import poison
+from copyir.machine import PADDING, poison
 from copyir.stream import COMPUTE, OPAQUE, Stream
 from copyir.tables import small_groups
 from copyir.validate import ResolvedEnds, Validated
@@ -148,7 +148,8 @@ class Executable:
     def _warn_opaque_outputs(self) -> None:
         """An output left holding an opaque computation's poison is no
         data: a warning at the opaque computation, as for an output left
-        partly unwritten (see `poison.py`)."""
+        partly unwritten (see `poison.py`); the padding of a cut block
+        (`PADDING`) is worded as such."""
         found = opaque_outputs(
             self.stream, self._steps, self._operands, self._arities, self._stacks
         )
@@ -160,19 +161,18 @@ class Executable:
             label = self.stream.labels[
                 int(self.stream.instructions["label"][each.row]) - 1
             ]
-            warnings.warn(
-                CopyIRWarning(
-                    errors.RUN_OPAQUE_OUTPUT.format(
-                        name=buffer.name,
-                        what=label,
-                        count=each.count,
-                        size=int(np.prod(buffer.shape, dtype=np.int64)),
-                        first=f"{buffer.name}[{index}]",
-                    ),
-                    origin.loc,
-                ),
-                stacklevel=3,
+            words = {
+                "name": buffer.name,
+                "count": each.count,
+                "size": int(np.prod(buffer.shape, dtype=np.int64)),
+                "first": f"{buffer.name}[{index}]",
+            }
+            message = (
+                errors.RUN_PADDING_OUTPUT.format(**words)
+                if label == PADDING
+                else errors.RUN_OPAQUE_OUTPUT.format(what=label, **words)
             )
+            warnings.warn(CopyIRWarning(message, origin.loc), stacklevel=3)
 
     # -- the copies
 

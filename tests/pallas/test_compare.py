@@ -494,3 +494,58 @@ def test_a_pipeline_body_writing_part_of_its_window_as_emit_pipeline(tiling_on_t
             "slot i % 2, at i = 2"
         ]
     np.testing.assert_array_equal(ours[20:24], np.asarray(x)[4:8])
+
+
+def ragged_grid(body, dtype: str, out_rows: int):
+    """A (20, 128) array through (8, 128) grid blocks over grid (3,): the
+    last block is cut at row 20 (4 rows), into an output of `out_rows`."""
+    x = jnp.arange(20 * 128).astype(dtype).reshape(20, 128)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    call = pl.pallas_call(
+        body,
+        grid=(3,),
+        out_shape=jax.ShapeDtypeStruct((out_rows, 128), dtype),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    return lambda: call(x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bfloat16"])
+def test_a_cut_grid_block_is_padded_as_interpret_mode_pads(dtype):
+    """Interpret mode pads a `pallas_call`'s inputs to whole blocks with
+    its uninitialized value (`interpret_utils.pad_to_block_dimension`, the
+    same under `buffer_bounds="logical"`, the default, and "padded"); copyir
+    writes the same poison past the cut. Copied into rows 20:24 of a
+    (24, 128) output, the padding reaches it: the same bits on both sides,
+    and copyir warns, naming the output."""
+
+    def copy_kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+    comparison = compare(ragged_grid(copy_kernel, dtype, 24))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == [
+            "Output y_ref_hbm holds the padding of a cut block (the uninitialized "
+            "value past an array's edge): 512 of its 3072 elements, the first at "
+            "y_ref_hbm[20, 0]"
+        ]
+
+
+def test_a_cut_grid_block_written_back_moves_only_the_rows_inside():
+    """An elementwise body computes on the padding too, but interpret mode
+    stores the whole block into its padded output buffer and returns only
+    the array's rows (`interpret_pallas_call`, the final `get` of
+    `ds(0, s)`), as copyir writes back only the rows inside: no padding
+    reaches the output, and no warning."""
+
+    def scale_kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...] * 2 + 1
+
+    comparison = compare(ragged_grid(scale_kernel, "int32", 20))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == []
