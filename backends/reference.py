@@ -427,9 +427,14 @@ class CopyReference(InterpreterFunctions):
         the block changes (Pallas' `BufferedRef` swaps its slot then): an
         input's slot holds its block, poison past a cut one's edge; an
         output's slot keeps what it held (poison at first use), and all of
-        it goes back, so rows the body did not write carry that."""
+        it goes back, so rows the body did not write carry that. With
+        `no_pipelining` Pallas never advances a slot: each window is one."""
         specs: list[_PipelineSpec] = self.plan(op, lambda: _PipelineSpec.of(op))
-        slots = [[poisoned(spec.window) for _ in range(spec.buffers)] for spec in specs]
+        single = op.no_pipelining is not None
+        slots = [
+            [poisoned(spec.window) for _ in range(1 if single else spec.buffers)]
+            for spec in specs
+        ]
         changes = [0] * len(specs)
         windows: list[np.ndarray] = [s[0] for s in slots]
         frame: list[Any] = [op, ()]
@@ -444,7 +449,7 @@ class CopyReference(InterpreterFunctions):
                 parts.append(part)
                 if step and blocks[number][step] == blocks[number][step - 1]:
                     continue  # the block stays: so does its window
-                windows[number] = slots[number][changes[number] % spec.buffers]
+                windows[number] = slots[number][changes[number] % len(slots[number])]
                 changes[number] += 1
                 if not spec.output:
                     windows[number][...] = poisoned(spec.window)

@@ -422,14 +422,17 @@ def test_a_grid_output_block_is_one_buffer_in_interpret_mode():
     np.testing.assert_array_equal(theirs.outputs[0][20:24], x[12:16])
 
 
-HALF_PIPELINE = """
-kernel half(x: f32[32, 128] @hbm, y: f32[32, 128] @hbm) {
-  pipeline grid=(4,)
-      in  x block=(8, 128) index=(i) -> (i, 0)
-      out y block=(8, 128) index=(i) -> (i, 0)
+PARTIAL_PIPELINE = """
+kernel half(x: f32[48, 128] @hbm, y: f32[48, 128] @hbm) {
+  pipeline grid=(6,) OPTIONS
+      in  x block=(8, 128) index=(i) -> (i, 0) buffers=3
+      out y block=(8, 128) index=(i) -> (i, 0) BUFFERS
       (xw, yw, i) {
     when i <= 1 {
       yw[...] = xw
+    }
+    when i == 3 {
+      yw[4:8, :] = xw[4:8, :] * 3.0
     }
     yw[0:4, :] = xw[0:4, :] + 1.0
   }
@@ -451,31 +454,56 @@ def tiling_on_the_cpu(monkeypatch):
     tpu_info.get_tpu_info.cache_clear()
 
 
-def test_a_pipeline_body_writing_part_of_its_window_as_emit_pipeline(tiling_on_the_cpu):
+@pytest.mark.parametrize(
+    "no_pipelining, out_buffers, rows_4_of_block_2",
+    [(False, 2, 4), (False, 1, 12), (True, 2, 12)],
+)
+def test_a_pipeline_body_writing_part_of_its_window_as_emit_pipeline(
+    tiling_on_the_cpu, no_pipelining, out_buffers, rows_4_of_block_2
+):
     """`pipeline` against interpret mode's `emit_pipeline` (`pipeline.py`'s
-    `BufferedRef`: two slots, swapped as the block changes, each written
-    back whole) on a body that writes its output window whole at blocks 0
-    and 1 and only rows 0:4 after: block 2's rows 4:8 carry block 0's (its
-    slot's), block 3's block 1's, bit for bit in both modes. Run directly:
-    copyir does not import `pl.program_id` in an emit_pipeline body."""
-    x = jnp.arange(32 * 128, dtype=jnp.float32).reshape(32, 128)
-    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    `BufferedRef`: its slots, swapped as the block changes, each written
+    back whole; one slot with `pl.Buffered(1)` or `no_pipelining`, which
+    never advances them) on a body that writes its output window whole at
+    blocks 0 and 1, rows 4:8 at block 3 and rows 0:4 always: block 2's
+    rows 4:8 carry block 0's (two slots) or block 1's (one), bit for bit in
+    both modes, with one warning. Run directly: copyir does not import
+    `pl.program_id` in an emit_pipeline body."""
+    x = jnp.arange(48 * 128, dtype=jnp.float32).reshape(48, 128)
+    in_spec = pl.BlockSpec((8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(3))
+    out_spec = pl.BlockSpec(
+        (8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(out_buffers)
+    )
 
     def inner(xw, yw):
-        @pl.when(pl.program_id(0) <= 1)
+        i = pl.program_id(0)
+
+        @pl.when(i <= 1)
         def _():
             yw[...] = xw[...]
+
+        @pl.when(i == 3)
+        def _():
+            yw[4:8, :] = xw[4:8, :] * 3.0
 
         yw[0:4, :] = xw[0:4, :] + 1.0
 
     def kernel(x_hbm, y_hbm):
-        pltpu.emit_pipeline(inner, grid=(4,), in_specs=[spec], out_specs=[spec])(
-            x_hbm, y_hbm
-        )
+        pltpu.emit_pipeline(
+            inner,
+            grid=(6,),
+            in_specs=[in_spec],
+            out_specs=[out_spec],
+            no_pipelining=no_pipelining,
+        )(x_hbm, y_hbm)
 
     import copyir
 
-    stream = copyir.to_stream(copyir.lower(HALF_PIPELINE))
+    text = PARTIAL_PIPELINE.replace(
+        "OPTIONS", "no_pipelining" if no_pipelining else ""
+    ).replace("BUFFERS", f"buffers={out_buffers}")
+    stream = copyir.to_stream(copyir.lower(text))
+    slot = "0" if no_pipelining or out_buffers == 1 else "i % 2"
     for mode in ("eager", "on_wait"):
         theirs = pl.pallas_call(
             kernel,
@@ -490,10 +518,11 @@ def test_a_pipeline_body_writing_part_of_its_window_as_emit_pipeline(tiling_on_t
         assert [str(w.message) for w in caught] == [
             "DMA writes y[16:24, 0:128] from window memory the pipeline body did "
             "not write (the first at y[20, 0]): as Pallas writes a whole window "
-            "back, it holds what the window's slot held before, at block (i, 0) "
-            "slot i % 2, at i = 2"
+            "back, it holds what the window's slot held before"
+            + f", at block (i, 0) slot {slot}, at i = 2"
         ]
-    np.testing.assert_array_equal(ours[20:24], np.asarray(x)[4:8])
+    k = rows_4_of_block_2
+    np.testing.assert_array_equal(ours[20:24], np.asarray(x)[k : k + 4])
 
 
 def ragged_grid(body, dtype: str, out_rows: int):
