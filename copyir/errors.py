@@ -387,6 +387,18 @@ RUN_PARTLY_WRITTEN = (
     "Output {name} is written only in part: {unwritten} of its {size} elements "
     "keep poison, the first at {first}"
 )
+RUN_UNWRITTEN_WINDOW = (
+    "DMA writes {region} from window memory the pipeline body did not write "
+    "(the first at {first}): as Pallas writes a whole window back, it holds "
+    "what the window's slot held before"
+)
+"""A warning: a pipeline's write-back copies stale window memory (a body
+that wrote its output window only in part)."""
+RUN_PADDING_OUTPUT = (
+    "Output {name} holds the padding of a cut block (the uninitialized "
+    "value past an array's edge): {count} of its {size} elements, the first "
+    "at {first}"
+)
 RUN_OPAQUE_OUTPUT = (
     'Output {name} holds poison that opaque computation "{what}" wrote: '
     "{count} of its {size} elements, the first at {first}"

@@ -596,7 +596,7 @@ class _Expansion:
             if not operand.copied or operand.spec.fetched:
                 continue  # an output block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
-            guarded.add(InvalidateOp.create(operands=[windows[position]]))
+            guarded.add(InvalidateOp(windows[position], stale=True))
         self.inline_body(build, windows, last)
         if not pipelined:
             for operand in outputs:

@@ -33,6 +33,7 @@ PIPELINE_EXAMPLES = frozenset(
     {
         "pipeline_copy.cpy",
         "pipeline_element.cpy",
+        "pipeline_half.cpy",
         "pipeline_inout.cpy",
         "pipeline_nested.cpy",
         "pipeline_parallel.cpy",

@@ -407,7 +407,7 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
                     at(here, f"wait {s.sems}[{slot[s.name][t]}] 4096")
         for s in outputs:
             if changed[s.name][t] and not s.inout:
-                at(here, f"invalidate {_window(s, slot[s.name][t])}")
+                at(here, f"invalidate {_window(s, slot[s.name][t])} stale")
         for s in p.outputs:
             k = 0 if s.trivial else slot[s.name][t]
             at(here, f"compute {_window(s, k)}")

@@ -396,7 +396,8 @@ class _KernelPrinter:
             slot = self.index(op.slot_value)
             return f"{self.names[op.result]} = window {self.operand(op.bref)}[{slot}]"
         if isinstance(op, InvalidateOp):
-            return f"invalidate {self.operand(op.ref)}"
+            stale = " stale" if op.stale is not None else ""
+            return f"invalidate {self.operand(op.ref)}{stale}"
         if isinstance(op, OpaqueOp):
             reads, writes = (
                 ", ".join(self.operand(v) for v in side)

@@ -24,7 +24,7 @@ from pipeline_programs import expected_outputs, pipelines
 import copyir
 from copyir import errors
 from copyir.api import apply_passes, pipeline
-from copyir.errors import CopyIRError
+from copyir.errors import CopyIRError, CopyIRWarning
 from copyir.testing import compute_region
 
 
@@ -189,3 +189,79 @@ def test_a_block_outside_the_array_is_named_at_its_grid_point():
         run_reference(module.ops.first, {"x": values((16, 128))})
     want = errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(index=2, dim=0, bref="x", extent=2)
     assert str(err.value).endswith(f"{want}, at i = 2")
+
+
+def test_padding_that_reaches_an_output_is_a_warning():
+    """A cut input block's padding (poison past row 20) copied whole into
+    an output block that lies inside its array: both paths give the same
+    bits, and the run names the output and its first padded element."""
+    text = """kernel pad(x: f32[20, 128] @hbm, y: f32[24, 128] @hbm) {
+  pipeline grid=(3,)
+      in  x block=(8, 128) index=(i) -> (i, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+"""
+    module = copyir.parse(text, "pad.cpy")
+    copyir.verify(module)
+    x = values((20, 128))
+    want = run_reference(module.ops.first, {"x": x})["y"]
+    stream = copyir.to_stream(copyir.lower(text))
+    for mode in MODES:
+        with pytest.warns(CopyIRWarning) as caught:
+            got = copyir.run(stream, {"x": x}, mode=mode, seed=5)["y"]
+        assert [str(w.message) for w in caught] == [
+            errors.RUN_PADDING_OUTPUT.format(
+                name="y", count=512, size=3072, first="y[20, 0]"
+            )
+        ]
+        loc = caught[0].message.loc  # type: ignore[attr-defined]
+        assert (loc.line, loc.col) == (2, 3)
+        assert got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(got[:20], x)
+    assert got[20:].view(np.uint32).tolist() == [[0x7FC00000] * 128] * 4
+
+
+PARTIAL = """kernel partial(x: f32[48, 128] @hbm, y: f32[48, 128] @hbm) {
+  pipeline grid=(6,) OPTIONS
+      in  x block=(8, 128) index=(i) -> (i, 0) buffers=3
+      out y block=(8, 128) index=(i) -> (i, 0) BUFFERS
+      (xw, yw, i) {
+    when i <= 1 {
+      yw[...] = xw
+    }
+    yw[0:4, :] = xw[0:4, :] + 1.0
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "options, buffers, earlier",
+    [("", "buffers=2", 0), ("", "buffers=1", 1), ("no_pipelining", "buffers=2", 1)],
+)
+def test_a_body_writing_part_of_its_output_window_agrees(options, buffers, earlier):
+    """Rows a body leaves unwritten go back holding what the window's slot
+    held: with two slots, the block two before's; with one (one buffer, or
+    `no_pipelining`, whose slots never advance), the block before's. The
+    reference's slots and the lowered schedule agree bit for bit in every
+    mode, and the run warns once."""
+    text = PARTIAL.replace("OPTIONS", options).replace("BUFFERS", buffers)
+    module = copyir.parse(text, "partial.cpy")
+    copyir.verify(module)
+    x = values((48, 128))
+    want = run_reference(module.ops.first, {"x": x})["y"]
+    stream = copyir.to_stream(copyir.lower(text))
+    for mode in MODES:
+        with pytest.warns(CopyIRWarning) as caught:
+            got = copyir.run(stream, {"x": x}, mode=mode, seed=5)["y"]
+        assert len(caught) == 1
+        assert str(caught[0].message).startswith(
+            errors.RUN_UNWRITTEN_WINDOW.format(
+                region="y[16:24, 0:128]", first="y[20, 0]"
+            )
+        )
+        assert got.tobytes() == want.tobytes(), mode
+    np.testing.assert_array_equal(got[20:24], x[8 * earlier + 4 : 8 * earlier + 8])
