@@ -418,7 +418,7 @@ class _Expansion:
     def slot(
         self, spec: PipelineOperand, point, offset: int | None = None
     ) -> AffineExpr:
-        if spec.trivial or self.op.no_pipelining is not None:
+        if spec.trivial or self.op.no_pipelining is not None or spec.buffers == 1:
             return AffineExpr.constant(0)
         if offset is not None:
             return self.schedule.counter_at_step(spec, offset) % spec.buffers

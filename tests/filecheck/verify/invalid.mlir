@@ -215,3 +215,13 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
   // expected-error@+1 {{sem_index expects a semaphore as source, but x is f32[8, 128] @hbm}}
   %s = "copy.sem_index"(%x) <{indices = array<i64: 1>}> : (!copy.ref<8x128xf32, hbm>) -> !copy.sem
 }
+
+// -----
+
+// An index expression nests at most 100 operations deep (a deeper one
+// would exhaust Python's recursion in xDSL's hashing and printing).
+copy.kernel @k(%x: !copy.ref<64x128xf32, hbm>, %y: !copy.ref<64x128xf32, hbm>) {
+  // expected-error@+1 {{An index expression nests more than 100 operations deep}}
+  copy.pipeline grid(8) in %x : !copy.ref<64x128xf32, hbm> block [8, 128] index affine_map<(d0) -> ((d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0) mod 8, 0)> buffers 2, out %y : !copy.ref<64x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2 (%xw, %yw, %i) {
+  }
+}
