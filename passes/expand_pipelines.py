@@ -290,6 +290,9 @@ class _Expansion:
         ]
         synchronous = [o for o in operands if o.spec.trivial and not o.spec.aliased]
         for operand in synchronous:
+            if not operand.spec.fetched:  # unwritten until the body writes it
+                build.add(InvalidateOp(self.window(build, operand, 0), stale=True))
+        for operand in synchronous:
             if operand.spec.fetched:
                 build.add(self.sync_copy(operand, [], 0, copy_in=True))
         self.schedules(build, operands, last)
@@ -578,20 +581,7 @@ class _Expansion:
                 windows[position] = self.view(build, operand.spec, point)
                 continue
             slot = build.value(self.slot(operand.spec, point))
-            static = (
-                {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
-            )
-            window = WindowOp.create(
-                operands=[
-                    operand.bref,
-                    *([slot] if isinstance(slot, SSAValue) else []),
-                ],
-                properties=static,
-                result_types=[
-                    WindowOp.slot_type(cast(BufferedRefType, operand.bref.type))
-                ],
-            )
-            windows[position] = build.add(window).results[0]
+            windows[position] = self.window(build, operand, slot)
         for position, operand in enumerate(operands):
             if not operand.copied or operand.spec.fetched:
                 continue  # an output block's first visit: unwritten until written
@@ -626,6 +616,19 @@ class _Expansion:
             guarded = build.when([*changed, far])
             earlier = schedule.at_step(-lag)
             self.copy(guarded, operand, earlier, "wait", -lag, copy_in=False)
+
+    def window(
+        self, build: _GridBuilder, operand: _WindowedOperand, slot: IntOrIndex
+    ) -> SSAValue:
+        """Slot `slot` of the operand's window buffer, as a ref."""
+        bref = cast(SSAValue, operand.bref)
+        static = {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
+        window = WindowOp.create(
+            operands=[bref, *([slot] if isinstance(slot, SSAValue) else [])],
+            properties=static,
+            result_types=[WindowOp.slot_type(cast(BufferedRefType, bref.type))],
+        )
+        return build.add(window).results[0]
 
     def view(self, build: _GridBuilder, spec: PipelineOperand, point) -> SSAValue:
         """The window of an operand in VMEM: a view of it at the block

@@ -292,8 +292,13 @@ def pallas_schedule(p: Pipeline) -> list[str]:
 
 
 def _trivial_in(p: Pipeline, prefix: str) -> list[str]:
+    """A trivially windowed output's window marked unwritten (the body may
+    write part of it), then the trivially windowed inputs copied in."""
+    written = [s for s in p.specs if s.trivial and not s.fetched]
+    lines = [f"invalidate {_window(s, 0)} stale" for s in written]
     fetched = [s for s in p.specs if s.fetched and s.trivial]
-    return [e for s in fetched for e in _sync_in(s, None, prefix)]
+    lines = [f"{prefix}: {line}" if prefix else line for line in lines]
+    return lines + [e for s in fetched for e in _sync_in(s, None, prefix)]
 
 
 def _trivial_out(p: Pipeline, prefix: str) -> list[str]:
