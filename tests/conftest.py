@@ -35,6 +35,7 @@ PIPELINE_EXAMPLES = frozenset(
         "pipeline_element.cpy",
         "pipeline_half.cpy",
         "pipeline_inout.cpy",
+        "pipeline_lookahead.cpy",
         "pipeline_nested.cpy",
         "pipeline_parallel.cpy",
         "pipeline_scale.cpy",

@@ -224,7 +224,7 @@ class Executable:
         )
         self._functions: list = []
         self._arities: list[int] = []
-        self._operands: list[list[tuple[int, int]]] = []
+        self._operands: list[list[list[int]]] = []
         computes = np.flatnonzero(table["op"][rows] == COMPUTE)
         poisons = np.flatnonzero((table["op"][rows] == OPAQUE) & table["writes"][rows])
         if len(computes) or len(poisons):
@@ -318,10 +318,8 @@ class Executable:
         steps[general, 0] = 2
         steps[general, 1] = function[number[general]]
         steps[general, 2] = np.arange(len(general))
-        self._operands = [
-            list(zip(row[0::2], row[1::2], strict=True))
-            for row in pairs[general].reshape(len(general), 2 * pairs.shape[1]).tolist()
-        ]
+        # Each computation's (stack, offset) pairs as lists, made in C.
+        self._operands = pairs[general].tolist()
         return steps
 
     def _stacks(self, flats: dict[int, np.ndarray]) -> list[np.ndarray]:

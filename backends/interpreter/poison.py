@@ -45,7 +45,7 @@ class Found:
 def opaque_outputs(
     stream: Stream,
     steps: np.ndarray,
-    operands: list[list[tuple[int, int]]],
+    operands: list[list[list[int]]],
     arities: list[int],
     stacks: Callable[[dict[int, np.ndarray]], list[np.ndarray]],
 ) -> list[Found]:

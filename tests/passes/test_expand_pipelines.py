@@ -349,6 +349,7 @@ PIPELINE_RESULTS = {
     "pipeline_three_inputs.cpy": lambda d: d["a"] + np.float32(2) * d["b"] + d["c"],
     "pipeline_nested.cpy": of_x(lambda x: x + np.float32(1)),
     "pipeline_inout.cpy": lambda d: d["y"] + d["x"],
+    "pipeline_lookahead.cpy": of_x(lambda x: np.float32(2) * x),
     "pipeline_half.cpy": of_x(
         lambda x: np.where(
             (np.arange(x.shape[0]) % 8 < 4)[:, None],
