@@ -20,7 +20,9 @@ indices (an `int` is the constant case), while `shape`, `strides` and `dims`
 stay static integers (view sizes are static). Each loop index is a
 dimension numbered once per kernel (`Accesses.dim`), and `Accesses.index`
 folds an index value (a loop index, or a `copy.index` of others) into an
-expression of those dimensions. `overlaps` decides static accesses; for
+expression of those dimensions; a `min` or `max` folds into
+`copyir.index.Pieces`, affine on each piece of the domain, and so do the
+offsets and bounds computed from it. `overlaps` decides static accesses; for
 others it returns None, and the verifier decides them at every point of the
 loops' domain (`copyir.domain`).
 """
@@ -45,10 +47,11 @@ from copyir.dialects.copy import (
     SemIndexOp,
     ViewOp,
 )
-from copyir.index import row_major_strides
+from copyir.index import Pieces, combine, plus, row_major_strides, substitute_expr
 
-Bound = int | AffineExpr
-"""A bound of an access's box: an integer, or an expression of loop indices."""
+Bound = int | AffineExpr | Pieces
+"""A bound of an access's box: an integer, or an expression of loop indices
+(affine, or in pieces)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class Access:
 
     root: SSAValue
     """A kernel parameter, an alloc or a semaphore op's result."""
-    offset: int | AffineExpr
+    offset: Bound
     """The flat element index, in the root, of the ref's first element."""
     shape: tuple[int, ...]
     strides: tuple[int, ...]
@@ -101,9 +104,9 @@ class Access:
         for (start, size, dropped), stride, dim in zip(
             subscripts, self.strides, self.dims, strict=False
         ):
-            offset += start * stride
-            lo = box[dim][0] + start
-            box[dim] = (lo, lo + size)
+            offset = plus(offset, start * stride)
+            lo = plus(box[dim][0], start)
+            box[dim] = (lo, plus(lo, size))
             if not dropped:
                 shape.append(size)
                 strides.append(stride)
@@ -159,22 +162,26 @@ class Accesses:
     def __init__(self) -> None:
         self._known: dict[SSAValue, Access | None] = {}
         self._dims: dict[SSAValue, int] = {}
-        self._indices: dict[SSAValue, AffineExpr] = {}
+        self._values: dict[int, SSAValue] = {}
+        self._indices: dict[SSAValue, AffineExpr | Pieces] = {}
         self.folded = 0
 
     def dim(self, index: SSAValue) -> int:
         """The kernel-wide dimension number of a loop index."""
         return self._dims.setdefault(index, len(self._dims))
 
-    def index(self, value: SSAValue) -> AffineExpr:
-        """An index value as an affine expression of loop dimensions."""
+    def index(self, value: SSAValue) -> AffineExpr | Pieces:
+        """An index value as an affine expression of loop dimensions, or
+        as pieces where a min or max is in it."""
         known = self._indices.get(value)
         if known is not None:
             return known
         owner = value.owner
         if isinstance(owner, IndexOp):
             args = [self.index(a) for a in owner.args]
-            expr = owner.map.data.results[0].replace_dims_and_symbols(args, [])
+            results = [substitute_expr(r, args) for r in owner.map.data.results]
+            kind = owner.combine_kind
+            expr = results[0] if kind is None else combine(kind, results)
         elif isinstance(owner, Block) and isinstance(
             owner.parent_op(), ForOp | PipelineOp
         ):
@@ -184,7 +191,13 @@ class Accesses:
         self._indices[value] = expr
         return expr
 
-    def start(self, value: int | SSAValue | None) -> int | AffineExpr:
+    def dim_value(self, dim: int) -> SSAValue:
+        """The loop index of a kernel-wide dimension number."""
+        if len(self._values) != len(self._dims):
+            self._values = {d: v for v, d in self._dims.items()}
+        return self._values[dim]
+
+    def start(self, value: int | SSAValue | None) -> int | AffineExpr | Pieces:
         """A subscript's start: an integer, or an index value's expression
         (a constant expression as its integer)."""
         if value is None or isinstance(value, int):

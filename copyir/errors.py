@@ -496,6 +496,13 @@ INDEX_OPERATOR = (
     "Index expression {expr} uses {what}; index expressions take integers, "
     "index values and + - * // %"
 )
+INDEX_MIN_MAX_INSIDE = (
+    "Index expression {expr} is inside another: {name}(...) takes a whole index; "
+    "name it first (`c = {name}(...)`) and compute with the name"
+)
+INDEX_MIN_MAX_ARGUMENTS = (
+    "Index expression {expr} has {count} argument(s): {name} takes two or more"
+)
 NOT_AN_INDEX = "{name} is {type}, not an index value"
 STATIC_INTEGER = "{what} must be a static integer, got {expr}"
 DS_FORM = "ds takes a start and a static size, ds(start, size), got {expr}"

@@ -31,6 +31,12 @@ def _verify() -> type[ModulePass]:
     return VerifyPass
 
 
+def _expand_min_max() -> type[ModulePass]:
+    from copyir.passes.expand_min_max import ExpandMinMaxPass
+
+    return ExpandMinMaxPass
+
+
 def _expand_pipelines() -> type[ModulePass]:
     from copyir.passes.expand_pipelines import ExpandPipelinesPass
 
@@ -69,6 +75,7 @@ def _convert_copy_to_dma() -> type[ModulePass]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "verify": _verify,
+    "expand-min-max": _expand_min_max,
     "expand-pipelines": _expand_pipelines,
     "expand-pytree-copies": _expand_pytree_copies,
     "expand-windows": _expand_windows,
@@ -79,6 +86,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 """Pass name -> a function returning its class, as xDSL's pipeline parser wants."""
 
 LOWERING = (
+    "expand-min-max",
     "expand-pipelines",
     "expand-pytree-copies",
     "expand-windows",

@@ -69,7 +69,14 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc, Note
-from copyir.index import Dims, bounds_over, evaluate, row_major_strides, substitute
+from copyir.index import (
+    Dims,
+    Pieces,
+    bounds_over,
+    evaluate,
+    row_major_strides,
+    substitute_sets,
+)
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -374,12 +381,11 @@ def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
         return domain.inside(loops)
     if isinstance(op, WhenOp):
         args = [accesses.index(a) for a in op.args]
-        sets = tuple(substitute(s.data, args) for s in op.condition.data)
-        return domain.when(sets)
+        return domain.when(substitute_sets([s.data for s in op.condition.data], args))
     return domain
 
 
-def _values_at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
+def _values_at(value: int | AffineExpr | Pieces, dims: Dims) -> np.ndarray:
     return np.asarray(value) if isinstance(value, int) else evaluate(value, dims)
 
 
@@ -395,7 +401,7 @@ def _fail_at(domain: Domain, point: dict[int, int], raise_static) -> None:
     raise AssertionError("the static check passed where the domain check failed")
 
 
-def _value_at(value: int | AffineExpr, point: dict[int, int]) -> int:
+def _value_at(value: int | AffineExpr | Pieces, point: dict[int, int]) -> int:
     if isinstance(value, int):
         return value
     dims = {dim: np.array([index]) for dim, index in point.items()}
@@ -441,7 +447,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _bounded(expr: AffineExpr, domain: Domain) -> bool:
+def _bounded(expr: AffineExpr | Pieces, domain: Domain) -> bool:
     """Whether the expression stays below `limits.MAX_OFFSET` over the
     domain: a pure function of the two, remembered, as the ends of DMAs
     written alike in one loop ask alike."""
@@ -457,7 +463,7 @@ def _index_ranges(domain: Domain) -> Callable[[int], tuple[int, int]]:
 
 
 def _check_limit(
-    expr: AffineExpr, extents: Callable[[int], tuple[int, int]], name: str
+    expr: AffineExpr | Pieces, extents: Callable[[int], tuple[int, int]], name: str
 ) -> None:
     if bounds_over(expr, extents, limits.MAX_OFFSET) is None:
         raise _over_limit(name)
@@ -480,13 +486,15 @@ def _check_block_limit(
     item = type.window_type.dtype.itemsize
     scales = row_major_strides(type.get_shape(), factor=item)
     for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
-        if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
+        if isinstance(index, AffineExpr | Pieces) and not isinstance(
+            index, AffineConstantExpr
+        ):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
             _check_limit(index * (scale * size), extents, name)
 
 
 def _check_slot_limit(
-    type: BufferedRefType, slot: AffineExpr, domain: Domain, name: str
+    type: BufferedRefType, slot: AffineExpr | Pieces, domain: Domain, name: str
 ) -> None:
     """The byte offset of a window's slot in its buffer, bounded like a DMA
     end's address."""
@@ -497,7 +505,7 @@ def _check_slot_limit(
 
 @functools.lru_cache(maxsize=4096)
 def _first_outside(
-    expr: int | AffineExpr, last: int, domain: Domain
+    expr: int | AffineExpr | Pieces, last: int, domain: Domain
 ) -> dict[int, int] | None:
     """The first point of the domain where a subscript's start leaves
     `[0, last]`, or None: a pure function of the three, remembered, as views

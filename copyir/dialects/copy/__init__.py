@@ -35,6 +35,8 @@ from .control import (
     ARBITRARY,
     PARALLEL,
     SEMANTICS,
+    Combine,
+    CombineAttr,
     DimensionSemantics,
     DimensionSemanticsAttr,
     ForOp,
@@ -132,6 +134,7 @@ Copy = Dialect(
         PipelineSpecAttr,
         DmaActionAttr,
         DimensionSemanticsAttr,
+        CombineAttr,
     ],
 )
 for _op in Copy.operations:
@@ -163,6 +166,8 @@ __all__ = [
     "BufferedCopyOp",
     "BufferedRefOp",
     "BufferedRefType",
+    "Combine",
+    "CombineAttr",
     "ComputeOp",
     "Copy",
     "CopyOp",

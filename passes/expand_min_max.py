@@ -1,0 +1,230 @@
+"""expand-min-max: split each op that reads a `min` or `max` index into its
+affine pieces.
+
+A `copy.index min` (or max) is affine on each piece of the loop domain
+(`copyir.index.Pieces`: `min(a, b)` is `a` where `a <= b`, `b`
+elsewhere). Each op that reads one, through views, semaphore indices,
+windows, descriptors or index values computed from it, becomes one copy
+per piece, under a `copy.when` of the piece's constraints, its views and
+indices rebuilt from the piece's affine expressions; pieces that cannot
+hold together are left out. A `copy.when` whose condition reads one takes
+the condition on each piece instead (an `or` of sets), its body kept
+once. Afterwards no op reads a min or max, so that the rest of the
+lowering, the stream and the protocol see affine accesses on exact
+sub-domains; the stream grows by a predicated instruction per piece,
+never per iteration.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import AffineSetAttr, ArrayAttr, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineConstraintExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSet,
+)
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from copyir.access import Accesses
+from copyir.dialects.copy import (
+    AsyncCopyOp,
+    IndexOp,
+    KernelOp,
+    SemIndexOp,
+    ViewOp,
+    WhenOp,
+    WindowOp,
+)
+from copyir.index import Conjunction, Pieces, conjoin, substitute_sets
+
+VALUES = (ViewOp, SemIndexOp, IndexOp, AsyncCopyOp, WindowOp)
+"""Ops that only make a value from their operands: rebuilt per piece with
+the op that reads them."""
+
+
+def _reads_min_max(kernel: KernelOp) -> tuple[set[SSAValue], list[Operation]]:
+    """The values computed from a min or max, and the other ops that read
+    them, in program order."""
+    derived: set[SSAValue] = set()
+    readers: list[Operation] = []
+    for op in kernel.walk():
+        if isinstance(op, IndexOp) and op.combine is not None:
+            derived.update(op.results)
+        elif any(o in derived for o in op.operands):
+            if isinstance(op, VALUES):
+                derived.update(op.results)
+            else:
+                readers.append(op)
+    return derived, readers
+
+
+class _Splitter:
+    """Splits the readers of one kernel."""
+
+    def __init__(self, derived: set[SSAValue]):
+        self.derived = derived
+        self.accesses = Accesses()
+
+    def split(self, op: Operation) -> None:
+        if isinstance(op, WhenOp):
+            self.condition(op)
+            return
+        chain, indices = self.chain(op)
+        pieces = itertools.product(
+            *(Pieces.of(self.accesses.index(v)).pieces for v in indices)
+        )
+        for combination in pieces:
+            where = conjoin(*(w for w, _ in combination))
+            if where is None:
+                continue
+            made: list[Operation] = []
+            mapper: dict[SSAValue, SSAValue] = {}
+            for value, (_, expr) in zip(indices, combination, strict=True):
+                mapper[value] = self.index(expr, made, op)
+            for value_op in chain:
+                clone = value_op.clone(value_mapper=mapper)
+                made.append(clone)
+            made.append(op.clone(value_mapper=mapper))
+            if where:
+                made = [self.when(where, made, op)]
+            Rewriter.insert_op(made, InsertPoint.before(op))
+        Rewriter.erase_op(op)
+
+    def chain(self, op: Operation) -> tuple[list[Operation], list[SSAValue]]:
+        """The value ops between `op` and the min or max it reads, in an
+        order that defines each before its use, and the index values they
+        and `op` read that are derived (replaced per piece)."""
+        chain: list[Operation] = []
+        indices: list[SSAValue] = []
+        seen: set[SSAValue] = set()
+
+        def visit(owner: Operation) -> None:
+            for operand in owner.operands:
+                if operand not in self.derived or operand in seen:
+                    continue
+                seen.add(operand)
+                source = operand.owner
+                if isinstance(source, IndexOp):
+                    indices.append(operand)
+                else:
+                    assert isinstance(source, Operation)
+                    visit(source)
+                    chain.append(source)
+
+        visit(op)
+        return chain, indices
+
+    def index(self, expr: AffineExpr, made: list[Operation], at: Operation) -> SSAValue:
+        """A piece's affine index as an index value of the loop indices."""
+        dims = sorted(expr.used_dims())
+        args = [self.accesses.dim_value(d) for d in dims]
+        local = _renumbered(expr, dims)
+        if isinstance(local, AffineDimExpr):
+            return args[0]
+        index = IndexOp(AffineMap(len(args), 0, (local,)), args)
+        index.location = at.location
+        made.append(index)
+        return index.result
+
+    def when(self, where: Conjunction, body: list[Operation], at: Operation) -> WhenOp:
+        dims = sorted({d for c in where for e in (c.lhs, c.rhs) for d in e.used_dims()})
+        constraints = tuple(
+            AffineConstraintExpr(
+                c.kind,
+                _renumbered(c.lhs, dims),
+                _renumbered(c.rhs, dims),
+                canonicalize=False,
+            )
+            for c in where
+        )
+        when = WhenOp(
+            [AffineSet(len(dims), 0, constraints)],
+            [self.accesses.dim_value(d) for d in dims],
+            Region(Block(body)),
+        )
+        when.location = at.location
+        return when
+
+    def condition(self, op: WhenOp) -> None:
+        """A condition on a min or max: the condition on each piece."""
+        args = [self.accesses.index(a) for a in op.args]
+        sets = substitute_sets([s.data for s in op.condition.data], args)
+        dims = sorted({d for s in sets for d in _set_dims(s)})
+        renumbered = [_renumbered_set(s, dims) for s in sets]
+        op.operands = [self.accesses.dim_value(d) for d in dims]
+        op.properties["condition"] = ArrayAttr(AffineSetAttr(s) for s in renumbered)
+
+
+def _renumbered(expr: AffineExpr, dims: Sequence[int]) -> AffineExpr:
+    """Kernel dimension `dims[k]` as dimension k."""
+    top = 1 + max(dims, default=-1)
+    new = [AffineExpr.dimension(0)] * top
+    for k, d in enumerate(dims):
+        new[d] = AffineExpr.dimension(k)
+    return expr.replace_dims_and_symbols(new, [])
+
+
+def _set_dims(affine_set: AffineSet) -> set[int]:
+    return {
+        d for c in affine_set.constraints for e in (c.lhs, c.rhs) for d in e.used_dims()
+    }
+
+
+def _renumbered_set(affine_set: AffineSet, dims: Sequence[int]) -> AffineSet:
+    return AffineSet(
+        len(dims),
+        0,
+        tuple(
+            AffineConstraintExpr(
+                c.kind,
+                _renumbered(c.lhs, dims),
+                _renumbered(c.rhs, dims),
+                canonicalize=False,
+            )
+            for c in affine_set.constraints
+        ),
+    )
+
+
+def _erase_unused(derived: set[SSAValue], kernel: KernelOp) -> None:
+    """The value ops left without readers, last first."""
+    for op in reversed(list(kernel.walk())):
+        if (
+            isinstance(op, VALUES)
+            and any(r in derived for r in op.results)
+            and not any(r.uses for r in op.results)
+        ):
+            Rewriter.erase_op(op)
+
+
+def expand_min_max(kernel: KernelOp) -> None:
+    derived, readers = _reads_min_max(kernel)
+    if not derived:
+        return
+    splitter = _Splitter(derived)
+    for op in reversed(readers):  # inner ops first: a clone holds their split
+        splitter.split(op)
+    _erase_unused(derived, kernel)
+
+
+@dataclass(frozen=True)
+class ExpandMinMaxPass(ModulePass):
+    """Split each op that reads a min or max index into its affine pieces."""
+
+    name = "expand-min-max"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(isinstance(o, IndexOp) and o.combine is not None for o in op.walk()):
+            return
+        for kernel in op.ops:
+            if isinstance(kernel, KernelOp):
+                expand_min_max(kernel)
