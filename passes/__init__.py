@@ -75,9 +75,9 @@ def _convert_copy_to_dma() -> type[ModulePass]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "verify": _verify,
-    "expand-min-max": _expand_min_max,
     "expand-pipelines": _expand_pipelines,
     "expand-pytree-copies": _expand_pytree_copies,
+    "expand-min-max": _expand_min_max,
     "expand-windows": _expand_windows,
     "assign-addresses": _assign_addresses,
     "cse": _cse,
@@ -86,9 +86,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 """Pass name -> a function returning its class, as xDSL's pipeline parser wants."""
 
 LOWERING = (
-    "expand-min-max",
     "expand-pipelines",
     "expand-pytree-copies",
+    "expand-min-max",
     "expand-windows",
     "assign-addresses",
     "convert-copy-to-dma",
