@@ -1,0 +1,213 @@
+"""min and max in index expressions: their pieces, the exact checks over a
+loop's domain, and expand-min-max's stream against numpy.
+
+Generated clamped loops (a block of rows copied HBM -> VMEM -> HBM per
+iteration, its start a min or max of affine expressions, as kernels clamp
+their last block) run on the stream in every completion mode and on the
+reference path, and must give what a plain numpy loop gives, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from copyir.backends.interpreter import MODES
+from copyir.backends.reference import run_reference
+from copyir.passes.expand_min_max import ExpandMinMaxPass
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.context import Context
+from xdsl.ir.affine import AffineExpr
+
+import copyir
+from copyir import errors
+from copyir.dialects.copy import IndexOp, WhenOp
+from copyir.errors import CopyIRError
+from copyir.index import MAX, MIN, Pieces, combine, evaluate, plus
+
+I, J = AffineExpr.dimension(0), AffineExpr.dimension(1)
+
+
+# -- pieces ----------------------------------------------------------------------
+
+
+def test_a_min_is_two_affine_pieces_that_partition_the_domain():
+    clamped = combine(MIN, [I * 128, AffineExpr.constant(872)])
+    assert isinstance(clamped, Pieces)
+    assert [expr for _, expr in clamped.pieces] == [I * 128, AffineExpr.constant(872)]
+    i = np.arange(-20, 20)
+    assert (evaluate(clamped, [i]) == np.minimum(128 * i, 872)).all()
+
+
+@pytest.mark.parametrize("kind, function", [(MIN, np.minimum), (MAX, np.maximum)])
+def test_nested_and_shifted_pieces_evaluate_as_numpy(kind, function):
+    i, j = np.meshgrid(np.arange(-9, 10), np.arange(-9, 10))
+    inner = combine(MAX, [I * 3 - 4, J, AffineExpr.constant(1)])
+    outer = plus(combine(kind, [inner, J * 2 + 1]), I * 5)
+    want = function(np.maximum(np.maximum(3 * i - 4, j), 1), 2 * j + 1) + 5 * i
+    assert (evaluate(outer, [i, j]) == want).all()
+    assert (evaluate(outer * 3, [i, j]) == 3 * want).all()
+
+
+def test_pieces_that_cannot_hold_together_are_left_out():
+    """min(a, b) met twice (a view's start and its end) has two pieces, not
+    four; a min of equal expressions is the expression."""
+    clamped = combine(MIN, [I * 8, AffineExpr.constant(60)])
+    both = plus(clamped, clamped)
+    assert isinstance(both, Pieces) and len(both.pieces) == 2
+    assert combine(MAX, [I + 1, I + 1]) == I + 1
+    assert combine(MIN, [I, I + 3]) == I  # i <= i + 3 everywhere
+
+
+# -- the checks over the domain ----------------------------------------------------
+
+
+def kernel(body: str, rows: int = 1000, trips: int = 8) -> str:
+    return (
+        f"kernel k(x: f32[{rows}, 128] @hbm, y: f32[{rows}, 128] @hbm) {{\n"
+        "  buf = alloc f32[128, 128] @vmem\n  s = semaphore\n"
+        f"  for i in range({trips}) {{\n{body}\n  }}\n}}\n"
+    )
+
+
+def verify_error(text: str) -> CopyIRError:
+    with pytest.raises(CopyIRError) as caught:
+        copyir.verify(copyir.parse(text))
+    return caught.value
+
+
+def test_the_first_failing_point_is_named_on_the_piece_that_fails():
+    text = kernel("    sync_copy x[ds(max(128 * i - 200, 5), 128)] -> buf", trips=10)
+    assert str(verify_error(text)) == (
+        errors.SLICE_OUT_OF_BOUNDS.format(
+            start=952, stop=1080, dim=0, name="x", size=1000
+        )
+        + ", at i = 9"
+    )
+
+
+def test_a_max_below_zero_is_refused_at_its_first_point():
+    text = kernel("    sync_copy x[ds(max(128 * i - 200, 128 * i - 300), 128)] -> buf")
+    assert str(verify_error(text)) == (
+        errors.NEGATIVE_INDEX.format(index=-200, expr="x[-200:-72]") + ", at i = 0"
+    )
+
+
+def test_a_clamp_that_holds_everywhere_verifies():
+    copyir.verify(copyir.parse(kernel("    sync_copy x[ds(min(128 * i, 872), 128)] -> buf")))
+
+
+def test_an_overlap_is_found_on_one_piece_only():
+    """min(8 * i, 16) meets the destination 16:24 of the same array only
+    where the min is 16 (from i = 2): the other piece never overlaps."""
+    text = (
+        "kernel k(x: f32[64, 128] @hbm) {\n  s = semaphore\n"
+        "  for i in range(4) {\n"
+        "    copy_start x[ds(min(8 * i, 16), 8)] -> x[32:40], s\n"
+        "    copy_wait x[0:8] -> x[32:40], s\n"
+        "    sync_copy x[ds(min(8 * i, 16), 8)] -> x[16:24]\n"
+        "  }\n}\n"
+    )
+    assert str(verify_error(text)) == (
+        errors.DMA_OVERLAP.format(src="x[ds(min(8 * i, 16), 8)]", dst="x[16:24]")
+        + ", at i = 2"
+    )
+
+
+# -- the lowering ------------------------------------------------------------------
+
+
+def lowered_ops(text: str):
+    module = copyir.parse(text)
+    ExpandMinMaxPass().apply(Context(), module)
+    return list(module.walk())
+
+
+def test_no_op_reads_a_min_after_the_pass():
+    text = kernel(
+        "    c = min(i, 6)\n    sync_copy x[ds(128 * c, 128)] -> buf\n"
+        "    m = max(i, 2)\n    when m == 2 {\n      sync_copy buf -> y[0:128]\n    }"
+    )
+    ops = lowered_ops(text)
+    assert not any(isinstance(o, IndexOp) and o.combine is not None for o in ops)
+    whens = [o for o in ops if isinstance(o, WhenOp)]
+    assert len(whens) == 3  # the two pieces of the copy, the condition once
+
+
+def stream_size(trips: int) -> int:
+    text = kernel(
+        "    start = min(128 * i, 872)\n"
+        "    copy_start x[ds(start, 128)] -> buf, s\n"
+        "    copy_wait x[ds(start, 128)] -> buf, s",
+        rows=128 * trips,
+        trips=trips,
+    )
+    text = text.replace("872", str(128 * trips - 128))
+    return len(copyir.to_stream(copyir.lower(copyir.parse(text))).instructions)
+
+
+def test_the_stream_grows_with_the_program_not_the_iterations():
+    assert stream_size(8) == stream_size(8000) == 4
+
+
+# -- generated clamped loops against numpy ------------------------------------------
+
+
+@st.composite
+def clamped_loops(draw):
+    """A loop copying a block of rows per iteration from x to y, the
+    source start clamped with min or max, or both, of affine expressions;
+    each iteration's block written to its own rows of y (y has a block of
+    rows per iteration), so nothing races."""
+    block = draw(st.sampled_from([1, 2, 8]))
+    rows = draw(st.integers(block, 40))
+    trips = draw(st.integers(1, 12))
+    last = rows - block
+    a, b = draw(st.integers(-3, 3)), draw(st.integers(-12, 12))
+    c, d = draw(st.integers(-3, 3)), draw(st.integers(-12, 12))
+    shape = draw(st.sampled_from(["min", "max", "clamp", "named"]))
+
+    def start(i):
+        one, two = a * i + b, c * i + d
+        return {
+            "min": min(max(one, 0), last),
+            "max": max(min(two, last), 0),
+            "clamp": min(max(one, two, 0), last),
+            "named": max(min(one, last), 0),
+        }[shape]
+
+    first, second = f"{a} * i + {b}", f"{c} * i + {d}"
+    source = {
+        "min": f"s0 = max({first}, 0)\n    t = min(s0, {last})",
+        "max": f"s0 = min({second}, {last})\n    t = max(s0, 0)",
+        "clamp": f"s0 = max({first}, {second}, 0)\n    t = min(s0, {last})",
+        "named": f"s0 = min({first}, {last})\n    t = max(s0 + 0, 0)",
+    }[shape]
+    text = (
+        f"kernel clamped(x: i32[{rows}, 4] @hbm, y: i32[{block * trips}, 4] @hbm) {{\n"
+        f"  buf = alloc i32[2, {block}, 4] @vmem\n  sems = semaphore[2]\n"
+        f"  for i in range({trips}) {{\n    slot = i % 2\n    {source}\n"
+        f"    copy_start x[ds(t, {block})] -> buf[slot], sems[slot]\n"
+        f"    copy_wait x[ds(t, {block})] -> buf[slot], sems[slot]\n"
+        f"    sync_copy buf[slot] -> y[ds({block} * i, {block})]\n"
+        "  }\n}\n"
+    )
+    return text, rows, block, trips, start
+
+
+@settings(max_examples=40, deadline=None)
+@given(clamped_loops(), st.integers(0, 2**16))
+def test_generated_clamped_loops_agree_with_numpy(program, seed):
+    text, rows, block, trips, start = program
+    x = np.random.default_rng(seed).integers(-(2**31), 2**31, (rows, 4), np.int32)
+    want = np.empty((block * trips, 4), np.int32)
+    for i in range(trips):
+        want[block * i : block * (i + 1)] = x[start(i) : start(i) + block]
+    module = copyir.parse(text)
+    copyir.verify(module)
+    assert run_reference(module.ops.first, {"x": x})["y"].tobytes() == want.tobytes()
+    stream = copyir.to_stream(copyir.lower(copyir.parse(text)))
+    assert len(stream.instructions) < 40  # O(program), whatever the trips
+    for mode in MODES:
+        got = copyir.run(stream, {"x": x}, mode=mode, seed=seed)["y"]
+        assert got.tobytes() == want.tobytes(), mode
