@@ -25,16 +25,16 @@ from copyir.dialects.copy import IndexOp, WhenOp
 from copyir.errors import CopyIRError
 from copyir.index import MAX, MIN, Pieces, combine, evaluate, plus
 
-I, J = AffineExpr.dimension(0), AffineExpr.dimension(1)
+D0, D1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
 
 
 # -- pieces ----------------------------------------------------------------------
 
 
 def test_a_min_is_two_affine_pieces_that_partition_the_domain():
-    clamped = combine(MIN, [I * 128, AffineExpr.constant(872)])
+    clamped = combine(MIN, [D0 * 128, AffineExpr.constant(872)])
     assert isinstance(clamped, Pieces)
-    assert [expr for _, expr in clamped.pieces] == [I * 128, AffineExpr.constant(872)]
+    assert [expr for _, expr in clamped.pieces] == [D0 * 128, AffineExpr.constant(872)]
     i = np.arange(-20, 20)
     assert (evaluate(clamped, [i]) == np.minimum(128 * i, 872)).all()
 
@@ -42,8 +42,8 @@ def test_a_min_is_two_affine_pieces_that_partition_the_domain():
 @pytest.mark.parametrize("kind, function", [(MIN, np.minimum), (MAX, np.maximum)])
 def test_nested_and_shifted_pieces_evaluate_as_numpy(kind, function):
     i, j = np.meshgrid(np.arange(-9, 10), np.arange(-9, 10))
-    inner = combine(MAX, [I * 3 - 4, J, AffineExpr.constant(1)])
-    outer = plus(combine(kind, [inner, J * 2 + 1]), I * 5)
+    inner = combine(MAX, [D0 * 3 - 4, D1, AffineExpr.constant(1)])
+    outer = plus(combine(kind, [inner, D1 * 2 + 1]), D0 * 5)
     want = function(np.maximum(np.maximum(3 * i - 4, j), 1), 2 * j + 1) + 5 * i
     assert (evaluate(outer, [i, j]) == want).all()
     assert (evaluate(outer * 3, [i, j]) == 3 * want).all()
@@ -52,11 +52,11 @@ def test_nested_and_shifted_pieces_evaluate_as_numpy(kind, function):
 def test_pieces_that_cannot_hold_together_are_left_out():
     """min(a, b) met twice (a view's start and its end) has two pieces, not
     four; a min of equal expressions is the expression."""
-    clamped = combine(MIN, [I * 8, AffineExpr.constant(60)])
+    clamped = combine(MIN, [D0 * 8, AffineExpr.constant(60)])
     both = plus(clamped, clamped)
     assert isinstance(both, Pieces) and len(both.pieces) == 2
-    assert combine(MAX, [I + 1, I + 1]) == I + 1
-    assert combine(MIN, [I, I + 3]) == I  # i <= i + 3 everywhere
+    assert combine(MAX, [D0 + 1, D0 + 1]) == D0 + 1
+    assert combine(MIN, [D0, D0 + 3]) == D0  # i <= i + 3 everywhere
 
 
 # -- the checks over the domain ----------------------------------------------------
@@ -94,7 +94,9 @@ def test_a_max_below_zero_is_refused_at_its_first_point():
 
 
 def test_a_clamp_that_holds_everywhere_verifies():
-    copyir.verify(copyir.parse(kernel("    sync_copy x[ds(min(128 * i, 872), 128)] -> buf")))
+    copyir.verify(
+        copyir.parse(kernel("    sync_copy x[ds(min(128 * i, 872), 128)] -> buf"))
+    )
 
 
 def test_an_overlap_is_found_on_one_piece_only():
