@@ -58,6 +58,8 @@ _HANDLERS: dict[str, Callable[[BodyImporter, Any, list], Any]] = {
     "sub": BodyImporter.integer,
     "mul": BodyImporter.integer,
     "neg": BodyImporter.integer,
+    "min": BodyImporter.extremum,
+    "max": BodyImporter.extremum,
     "convert_element_type": BodyImporter.convert,
     "select_n": BodyImporter.select,
     "multiple_of": BodyImporter.hint,

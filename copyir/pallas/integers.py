@@ -1,6 +1,7 @@
 """Integers and booleans of a kernel's jaxpr: index expressions and
-conditions (`symbols`), grid indices, and Python's `%` and `//` as the
-`jit`s `jnp.remainder` and `jnp.floor_divide` make of them.
+conditions (`symbols`), grid indices, Python's `%` and `//` as the
+`jit`s `jnp.remainder` and `jnp.floor_divide` make of them, and
+`jnp.minimum`/`jnp.maximum` of indices (a `copy.index min` or `max`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.ir.affine import AffineExpr
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from copyir import errors
-from copyir.cpy.expressions import MAX_CONDITION_SETS
+from copyir.cpy.expressions import MAX_CONDITION_SETS, in_print_order
+from copyir.dialects.copy import IndexOp
 from copyir.errors import CopyIRError
 from copyir.pallas.arrays import Arrays
 from copyir.pallas.symbols import (
@@ -26,7 +28,7 @@ from copyir.pallas.symbols import (
     folded,
 )
 from copyir.pallas.values import Vector
-from copyir.pallas.walker import Value, is_integer, known
+from copyir.pallas.walker import Value, is_array, is_integer, known
 
 
 class Integers(Arrays):
@@ -48,6 +50,22 @@ class Integers(Arrays):
             *exprs
         )
         return folded(result)
+
+    def extremum(self, eqn, args: list[Value]) -> Any:
+        """`min` and `max` (`jnp.minimum`, `jnp.maximum`) of index values,
+        as kernels clamp their last block: a `copy.index min` (or max) of
+        the two expressions, whose value is a new dimension of the
+        importer's expressions (so that `jnp.minimum(i, 7) * 128` is
+        affine in it). Of arrays: a computation."""
+        if is_array(eqn) or any(isinstance(a, Vector | float) for a in args):
+            return self.vector(eqn, args)
+        if all(known(a) for a in args):
+            return self.evaluate(eqn, args)
+        exprs, dims = in_print_order([as_expr(a) for a in args], self.dims)
+        index = IndexOp(
+            AffineMap(len(dims), 0, tuple(exprs)), dims, combine=eqn.primitive.name
+        )
+        return self.dim(self.emit(index).results[0])
 
     def division(self, kind: str, args: list[Value]) -> Integer:
         """`a // b` or `a % b` (Python's, as jnp's floor_divide and
