@@ -62,6 +62,8 @@ class Integers(Arrays):
         if all(known(a) for a in args):
             return self.evaluate(eqn, args)
         exprs, dims = in_print_order([as_expr(a) for a in args], self.dims)
+        if None in dims:  # an index map's grid dimensions have no values
+            raise self.unsupported(f"`jnp.{_JNP[eqn.primitive.name]}` in an index map")
         index = IndexOp(
             AffineMap(len(dims), 0, tuple(exprs)), dims, combine=eqn.primitive.name
         )
@@ -153,6 +155,10 @@ class Integers(Arrays):
         if axis >= len(self.grid):
             raise self.unsupported(f"`num_programs({axis})` outside the grid")
         return self.grid[axis]
+
+
+_JNP = {"min": "minimum", "max": "maximum"}
+"""What a kernel calls the `min` and `max` primitives."""
 
 
 def named_division(kind: str) -> Callable:
