@@ -498,7 +498,7 @@ INDEX_OPERATOR = (
 )
 INDEX_MIN_MAX_INSIDE = (
     "Index expression {expr} is inside another: {name}(...) takes a whole index; "
-    "name it first (`c = {name}(...)`) and compute with the name"
+    "name it first, as in c = {name}(...), and compute with c"
 )
 INDEX_MIN_MAX_ARGUMENTS = (
     "Index expression {expr} has {count} argument(s): {name} takes two or more"
