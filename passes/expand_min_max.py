@@ -6,13 +6,13 @@ A `copy.index min` (or max) is affine on each piece of the loop domain
 elsewhere). Each op that reads one, through views, semaphore indices,
 windows, descriptors or index values computed from it, becomes one copy
 per piece, under a `copy.when` of the piece's constraints, its views and
-indices rebuilt from the piece's affine expressions; pieces that cannot
-hold together are left out. A `copy.when` whose condition reads one takes
-the condition on each piece instead (an `or` of sets), its body kept
-once. Afterwards no op reads a min or max, so that the rest of the
-lowering, the stream and the protocol see affine accesses on exact
-sub-domains; the stream grows by a predicated instruction per piece,
-never per iteration.
+indices rebuilt from the piece's affine expressions (a constant one
+static, `x[872:1000]`); pieces that cannot hold together are left out.
+A `copy.when` whose condition reads one takes the condition on each
+piece instead (an `or` of sets), its body kept once. Afterwards no op
+reads a min or max, so that the rest of the lowering, the stream and the
+protocol see affine accesses on exact sub-domains; the stream grows by a
+predicated instruction per piece, never per iteration.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import AffineSetAttr, ArrayAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
+    AffineConstantExpr,
     AffineConstraintExpr,
     AffineDimExpr,
     AffineExpr,
@@ -36,6 +37,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.access import Accesses
 from copyir.dialects.copy import (
+    DYNAMIC,
     AsyncCopyOp,
     IndexOp,
     KernelOp,
@@ -91,9 +93,11 @@ class _Splitter:
             for value, (_, expr) in zip(indices, combination, strict=True):
                 mapper[value] = self.index(expr, made, op)
             for value_op in chain:
-                clone = value_op.clone(value_mapper=mapper)
+                clone = _static(value_op.clone(value_mapper=mapper))
+                mapper[value_op.results[0]] = clone.results[0]
                 made.append(clone)
             made.append(op.clone(value_mapper=mapper))
+            made = [o for o in made if not _unused_constant(o)]
             if where:
                 made = [self.when(where, made, op)]
             Rewriter.insert_op(made, InsertPoint.before(op))
@@ -162,6 +166,52 @@ class _Splitter:
         renumbered = [_renumbered_set(s, dims) for s in sets]
         op.operands = [self.accesses.dim_value(d) for d in dims]
         op.properties["condition"] = ArrayAttr(AffineSetAttr(s) for s in renumbered)
+
+
+def _constant(value: SSAValue) -> int | None:
+    """The integer a piece's constant index is (`copy.index` of no args)."""
+    owner = value.owner
+    if isinstance(owner, IndexOp) and not owner.args and owner.combine is None:
+        (result,) = owner.map.data.results
+        if isinstance(result, AffineConstantExpr):
+            return result.value
+    return None
+
+
+def _static(op: Operation) -> Operation:
+    """A view or semaphore index whose piece made a start constant, with
+    that start static (`x[872:1000]`, as the parser makes it)."""
+    if not isinstance(op, ViewOp | SemIndexOp):
+        return op
+    starts = op.starts()
+    if not any(isinstance(s, SSAValue) and _constant(s) is not None for s in starts):
+        return op
+    static, dynamic = [], []
+    for start in starts:
+        value = _constant(start) if isinstance(start, SSAValue) else start
+        if value is None:
+            dynamic.append(start)
+        static.append(DYNAMIC if value is None else value)
+    if isinstance(op, SemIndexOp):
+        folded: Operation = SemIndexOp(op.source, static, dynamic)
+    else:
+        subscripts = [
+            (start, size, dropped)
+            for start, (_, size, dropped) in zip(static, op.subscripts(), strict=True)
+        ]
+        folded = ViewOp(op.source, subscripts, dynamic=dynamic)
+    folded.location = op.location
+    op.erase()
+    return folded
+
+
+def _unused_constant(op: Operation) -> bool:
+    """Whether the op is a piece's constant index that every view took as
+    static (then erased)."""
+    if not isinstance(op, IndexOp) or _constant(op.result) is None or op.result.uses:
+        return False
+    op.erase()
+    return True
 
 
 def _renumbered(expr: AffineExpr, dims: Sequence[int]) -> AffineExpr:
