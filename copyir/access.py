@@ -31,13 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 
 from copyir.dialects.copy import (
     DYNAMIC,
+    AsyncCopyOp,
     ForOp,
     IndexOp,
     PipelineOp,
@@ -46,6 +48,7 @@ from copyir.dialects.copy import (
     SemaphoreType,
     SemIndexOp,
     ViewOp,
+    WindowOp,
 )
 from copyir.index import Pieces, combine, plus, row_major_strides, substitute_expr
 
@@ -152,6 +155,9 @@ def _root_shape(value: SSAValue) -> tuple[int, ...] | None:
     return None
 
 
+_NONE: frozenset[SSAValue] = frozenset()
+
+
 class Accesses:
     """The access of each value asked about, each view folded at most once.
 
@@ -164,6 +170,7 @@ class Accesses:
         self._dims: dict[SSAValue, int] = {}
         self._values: dict[int, SSAValue] = {}
         self._indices: dict[SSAValue, AffineExpr | Pieces] = {}
+        self._clamps: dict[SSAValue, frozenset[SSAValue]] = {}
         self.folded = 0
 
     def dim(self, index: SSAValue) -> int:
@@ -190,6 +197,42 @@ class Accesses:
             raise ValueError(f"{value} is not an index value")
         self._indices[value] = expr
         return expr
+
+    def clamps(self, value: SSAValue) -> frozenset[SSAValue]:
+        """The index values in pieces (a min or max, or computed from one)
+        that a value reads: itself for such an index, those its views,
+        semaphore indices, windows or descriptor read for a ref; each
+        value's found once, along a chain without recursion (as `__call__`
+        folds one)."""
+        known = self._clamps
+        stack = [value]
+        while stack:
+            top = stack[-1]
+            if top in known:
+                stack.pop()
+                continue
+            owner = top.owner
+            if isinstance(top.type, IndexType):
+                pieces = isinstance(self.index(top), Pieces)
+                known[top] = frozenset((top,)) if pieces else _NONE
+            elif isinstance(owner, ViewOp | SemIndexOp | AsyncCopyOp | WindowOp):
+                missing = [o for o in owner.operands if o not in known]
+                if missing:
+                    stack.extend(missing)
+                    continue
+                known[top] = _NONE.union(*(known[o] for o in owner.operands))
+            else:
+                known[top] = _NONE
+            stack.pop()
+        return known[value]
+
+    def pieces(self, op: Operation) -> int:
+        """How many copies of the op `expand-min-max` makes, at most: the
+        product of the piece counts of the indices in pieces it reads."""
+        count = 1
+        for value in _NONE.union(*(self.clamps(o) for o in op.operands)):
+            count *= len(cast(Pieces, self.index(value)).pieces)
+        return count
 
     def dim_value(self, dim: int) -> SSAValue:
         """The loop index of a kernel-wide dimension number."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import AffineSetAttr, ArrayAttr, ModuleOp
@@ -53,28 +54,21 @@ VALUES = (ViewOp, SemIndexOp, IndexOp, AsyncCopyOp, WindowOp)
 the op that reads them."""
 
 
-def _reads_min_max(kernel: KernelOp) -> tuple[set[SSAValue], list[Operation]]:
-    """The values computed from a min or max, and the other ops that read
-    them, in program order."""
-    derived: set[SSAValue] = set()
-    readers: list[Operation] = []
-    for op in kernel.walk():
-        if isinstance(op, IndexOp) and op.combine is not None:
-            derived.update(op.results)
-        elif any(o in derived for o in op.operands):
-            if isinstance(op, VALUES):
-                derived.update(op.results)
-            else:
-                readers.append(op)
-    return derived, readers
-
-
 class _Splitter:
-    """Splits the readers of one kernel."""
+    """Splits the ops of one kernel that read a min or max."""
 
-    def __init__(self, derived: set[SSAValue]):
-        self.derived = derived
+    def __init__(self) -> None:
         self.accesses = Accesses()
+
+    def readers(self, kernel: KernelOp) -> list[Operation]:
+        """The ops other than value ops that read a min or max, in program
+        order."""
+        clamps = self.accesses.clamps
+        return [
+            op
+            for op in kernel.walk()
+            if not isinstance(op, VALUES) and any(clamps(o) for o in op.operands)
+        ]
 
     def split(self, op: Operation) -> None:
         if isinstance(op, WhenOp):
@@ -105,27 +99,37 @@ class _Splitter:
 
     def chain(self, op: Operation) -> tuple[list[Operation], list[SSAValue]]:
         """The value ops between `op` and the min or max it reads, in an
-        order that defines each before its use, and the index values they
-        and `op` read that are derived (replaced per piece)."""
+        order that defines each before its use, and the indices in pieces
+        that they and `op` read (replaced per piece)."""
         chain: list[Operation] = []
         indices: list[SSAValue] = []
         seen: set[SSAValue] = set()
 
         def visit(owner: Operation) -> None:
             for operand in owner.operands:
-                if operand not in self.derived or operand in seen:
+                if operand in seen or not self.accesses.clamps(operand):
                     continue
                 seen.add(operand)
-                source = operand.owner
-                if isinstance(source, IndexOp):
+                if self.accesses.clamps(operand) == {operand}:
                     indices.append(operand)
                 else:
-                    assert isinstance(source, Operation)
+                    source = cast(Operation, operand.owner)
                     visit(source)
                     chain.append(source)
 
         visit(op)
         return chain, indices
+
+    def erase_unused(self, kernel: KernelOp) -> None:
+        """The mins and maxes, and the value ops that read them, left
+        without users, last first."""
+        for op in reversed(list(kernel.walk())):
+            if (
+                isinstance(op, VALUES)
+                and any(self.accesses.clamps(r) for r in op.results)
+                and not any(r.uses for r in op.results)
+            ):
+                Rewriter.erase_op(op)
 
     def index(self, expr: AffineExpr, made: list[Operation], at: Operation) -> SSAValue:
         """A piece's affine index as an index value of the loop indices."""
@@ -245,25 +249,13 @@ def _renumbered_set(affine_set: AffineSet, dims: Sequence[int]) -> AffineSet:
     )
 
 
-def _erase_unused(derived: set[SSAValue], kernel: KernelOp) -> None:
-    """The value ops left without readers, last first."""
-    for op in reversed(list(kernel.walk())):
-        if (
-            isinstance(op, VALUES)
-            and any(r in derived for r in op.results)
-            and not any(r.uses for r in op.results)
-        ):
-            Rewriter.erase_op(op)
-
-
 def expand_min_max(kernel: KernelOp) -> None:
-    derived, readers = _reads_min_max(kernel)
-    if not derived:
-        return
-    splitter = _Splitter(derived)
+    splitter = _Splitter()
+    readers = splitter.readers(kernel)
     for op in reversed(readers):  # inner ops first: a clone holds their split
         splitter.split(op)
-    _erase_unused(derived, kernel)
+    if readers:
+        splitter.erase_unused(kernel)
 
 
 @dataclass(frozen=True)

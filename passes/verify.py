@@ -180,7 +180,7 @@ def _check_kind(
     """The walk's checks of an op that is not `_plain`, in their order."""
     if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
         op.verify_accesses(accesses)
-    budget.count(op, domain)  # before any work at every point of a domain
+    budget.count(op, domain, accesses)  # before any work at every point
     if domain.loops:
         _check_over_domain(op, accesses, domain)
     if isinstance(op, PipelineOp):
@@ -228,14 +228,15 @@ class Budget:
     """What a kernel's run will hold, counted as the walk meets each op,
     against `copyir.limits`: every loop nest's iterations, and the stream
     instructions it runs in all (each once per iteration of the loops
-    around it, conditions not counted: the run expands them so). What
+    around it, conditions not counted: the run expands them so; an op that
+    reads a min or max once per piece, as `expand-min-max` copies it). What
     this accepts, the stream validator accepts."""
 
     events: int = 0
     around: tuple[str, Loc | None] | None = None
     """The outermost loop or pipeline being walked, which errors name."""
 
-    def count(self, op: Operation, domain: Domain) -> None:
+    def count(self, op: Operation, domain: Domain, accesses: Accesses) -> None:
         if isinstance(op, ForOp | PipelineOp):
             what = _describe_loop(op)
             if not domain.loops:
@@ -247,7 +248,7 @@ class Budget:
                         what=what, count=total, limit=limits.MAX_ITERATIONS
                     )
                 )
-        self.events += domain.size * instructions(op)
+        self.events += domain.size * instructions(op) * accesses.pieces(op)
         if self.events > limits.MAX_EVENTS:
             inside = domain.loops or isinstance(op, ForOp | PipelineOp)
             what, loc = (

@@ -20,7 +20,7 @@ from xdsl.context import Context
 from xdsl.ir.affine import AffineExpr
 
 import copyir
-from copyir import errors
+from copyir import errors, limits
 from copyir.dialects.copy import IndexOp, WhenOp
 from copyir.errors import CopyIRError
 from copyir.index import MAX, MIN, Pieces, combine, evaluate, plus
@@ -213,3 +213,21 @@ def test_generated_clamped_loops_agree_with_numpy(program, seed):
     for mode in MODES:
         got = copyir.run(stream, {"x": x}, mode=mode, seed=seed)["y"]
         assert got.tobytes() == want.tobytes(), mode
+
+
+def test_the_run_limit_counts_each_piece():
+    """A DMA pair that reads a min is two pairs in the stream, each run at
+    every iteration: a loop of MAX_EVENTS / 2 iterations of one pair is the
+    limit exactly; with a min, its wait brings the events to twice it."""
+    trips = limits.MAX_EVENTS // 2  # a start and a wait: the limit exactly
+    plain = (
+        f"kernel k(x: f32[64] @hbm) {{\n  buf = alloc f32[8] @vmem\n  s = semaphore\n"
+        f"  for i in range({trips}) {{\n"
+        "    copy_start x[ds(i % 8, 8)] -> buf, s\n"
+        "    copy_wait x[ds(i % 8, 8)] -> buf, s\n  }\n}\n"
+    )
+    copyir.verify(copyir.parse(plain))
+    clamped = plain.replace("i % 8", "min(i, 56)")
+    assert str(verify_error(clamped)) == errors.TOO_MANY_EVENTS.format(
+        what="Loop i", count=4 * trips, limit=limits.MAX_EVENTS
+    )
