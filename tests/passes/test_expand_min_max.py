@@ -158,9 +158,11 @@ def test_the_stream_grows_with_the_program_not_the_iterations():
 @st.composite
 def clamped_loops(draw):
     """A loop copying a block of rows per iteration from x to y, the
-    source start clamped with min or max, or both, of affine expressions;
-    each iteration's block written to its own rows of y (y has a block of
-    rows per iteration), so nothing races."""
+    source start clamped with min or max, or both, of affine expressions,
+    sometimes only where a condition on the clamp holds; each iteration's
+    block written to its own rows of y (y has a block of rows per
+    iteration), so nothing races. With the iterations that copy and each
+    one's start, as Python computes them."""
     block = draw(st.sampled_from([1, 2, 8]))
     rows = draw(st.integers(block, 40))
     trips = draw(st.integers(1, 12))
@@ -168,6 +170,7 @@ def clamped_loops(draw):
     a, b = draw(st.integers(-3, 3)), draw(st.integers(-12, 12))
     c, d = draw(st.integers(-3, 3)), draw(st.integers(-12, 12))
     shape = draw(st.sampled_from(["min", "max", "clamp", "named"]))
+    guard = draw(st.none() | st.integers(0, last))
 
     def start(i):
         one, two = a * i + b, c * i + d
@@ -185,33 +188,41 @@ def clamped_loops(draw):
         "clamp": f"s0 = max({first}, {second}, 0)\n    t = min(s0, {last})",
         "named": f"s0 = min({first}, {last})\n    t = max(s0 + 0, 0)",
     }[shape]
+    copies = (
+        f"    copy_start x[ds(t, {block})] -> buf[slot], sems[slot]\n"
+        f"    copy_wait x[ds(t, {block})] -> buf[slot], sems[slot]\n"
+        f"    sync_copy buf[slot] -> y[ds({block} * i, {block})]\n"
+    )
+    if guard is not None:  # a condition on the min: its pieces' or
+        copies = f"    when t >= {guard} {{\n{copies}    }}\n"
     text = (
         f"kernel clamped(x: i32[{rows}, 4] @hbm, y: i32[{block * trips}, 4] @hbm) {{\n"
         f"  buf = alloc i32[2, {block}, 4] @vmem\n  sems = semaphore[2]\n"
         f"  for i in range({trips}) {{\n    slot = i % 2\n    {source}\n"
-        f"    copy_start x[ds(t, {block})] -> buf[slot], sems[slot]\n"
-        f"    copy_wait x[ds(t, {block})] -> buf[slot], sems[slot]\n"
-        f"    sync_copy buf[slot] -> y[ds({block} * i, {block})]\n"
-        "  }\n}\n"
+        f"{copies}  }}\n}}\n"
     )
-    return text, rows, block, trips, start
+    copied = [i for i in range(trips) if guard is None or start(i) >= guard]
+    return text, rows, block, trips, copied, start
 
 
 @settings(max_examples=40, deadline=None)
 @given(clamped_loops(), st.integers(0, 2**16))
 def test_generated_clamped_loops_agree_with_numpy(program, seed):
-    text, rows, block, trips, start = program
-    x = np.random.default_rng(seed).integers(-(2**31), 2**31, (rows, 4), np.int32)
-    want = np.empty((block * trips, 4), np.int32)
-    for i in range(trips):
+    text, rows, block, trips, copied, start = program
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-(2**31), 2**31, (rows, 4), np.int32)
+    y = rng.integers(-(2**31), 2**31, (block * trips, 4), np.int32)
+    want = y.copy()
+    for i in copied:
         want[block * i : block * (i + 1)] = x[start(i) : start(i) + block]
+    inputs = {"x": x, "y": y}
     module = copyir.parse(text)
     copyir.verify(module)
-    assert run_reference(module.ops.first, {"x": x})["y"].tobytes() == want.tobytes()
+    assert run_reference(module.ops.first, inputs)["y"].tobytes() == want.tobytes()
     stream = copyir.to_stream(copyir.lower(copyir.parse(text)))
     assert len(stream.instructions) < 40  # O(program), whatever the trips
     for mode in MODES:
-        got = copyir.run(stream, {"x": x}, mode=mode, seed=seed)["y"]
+        got = copyir.run(stream, inputs, mode=mode, seed=seed)["y"]
         assert got.tobytes() == want.tobytes(), mode
 
 
