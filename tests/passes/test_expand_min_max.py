@@ -242,3 +242,40 @@ def test_the_run_limit_counts_each_piece():
     assert str(verify_error(clamped)) == errors.TOO_MANY_EVENTS.format(
         what="Loop i", count=4 * trips, limit=limits.MAX_EVENTS
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([MIN, MAX]),
+    st.tuples(st.integers(-4, 4), st.integers(-20, 40)),
+    st.tuples(st.integers(-4, 4), st.integers(-20, 40)),
+    st.integers(1, 10),
+)
+def test_verify_finds_exactly_the_first_iteration_out_of_bounds(kind, one, two, trips):
+    """Whether a clamped start leaves the array, and at which iteration
+    first, as Python's min and max say: the pieces are exact, never a
+    bound over the whole loop."""
+    rows, block = 32, 4
+    (a, b), (c, d) = one, two
+    text = (
+        f"kernel k(x: f32[{rows}, 4] @hbm) {{\n  buf = alloc f32[{block}, 4] @vmem\n"
+        f"  for i in range({trips}) {{\n"
+        f"    sync_copy x[ds({kind}({a} * i + {b}, {c} * i + {d}), {block})] -> buf\n"
+        "  }\n}\n"
+    )
+    function = min if kind == MIN else max
+    starts = [function(a * i + b, c * i + d) for i in range(trips)]
+    bad = [i for i, s in enumerate(starts) if s < 0 or s + block > rows]
+    module = copyir.parse(text)
+    if not bad:
+        copyir.verify(module)
+        return
+    first = starts[bad[0]]
+    view = f"x[{first}:{first + block}]"
+    if first < 0:
+        message = errors.NEGATIVE_INDEX.format(index=first, expr=view)
+    else:
+        message = errors.SLICE_OUT_OF_BOUNDS.format(
+            start=first, stop=first + block, dim=0, name="x", size=rows
+        )
+    assert str(verify_error(text)) == f"{message}, at i = {bad[0]}"
