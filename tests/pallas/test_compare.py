@@ -25,6 +25,7 @@ from copyir.pallas.compare import compare  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "pallas"))
+import clamped_blocks  # noqa: E402
 import double_buffer  # noqa: E402
 import grid_blockspec  # noqa: E402
 import race  # noqa: E402
@@ -37,7 +38,7 @@ def known(comparison) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "example", [double_buffer, sync_copy_tree, grid_blockspec, race]
+    "example", [double_buffer, sync_copy_tree, grid_blockspec, race, clamped_blocks]
 )
 def test_the_examples_agree_in_both_modes(example):
     comparison = compare(example.main)
