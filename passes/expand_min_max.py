@@ -40,6 +40,7 @@ from copyir.access import Accesses
 from copyir.dialects.copy import (
     DYNAMIC,
     AsyncCopyOp,
+    BufferedCopyOp,
     IndexOp,
     KernelOp,
     SemIndexOp,
@@ -47,6 +48,7 @@ from copyir.dialects.copy import (
     WhenOp,
     WindowOp,
 )
+from copyir.dialects.copy.indexing import Index
 from copyir.index import Conjunction, Pieces, conjoin, substitute_sets
 
 VALUES = (ViewOp, SemIndexOp, IndexOp, AsyncCopyOp, WindowOp)
@@ -90,7 +92,7 @@ class _Splitter:
                 clone = _static(value_op.clone(value_mapper=mapper))
                 mapper[value_op.results[0]] = clone.results[0]
                 made.append(clone)
-            made.append(op.clone(value_mapper=mapper))
+            made.append(_static(op.clone(value_mapper=mapper)))
             made = [o for o in made if not _unused_constant(o)]
             if where:
                 made = [self.when(where, made, op)]
@@ -183,19 +185,16 @@ def _constant(value: SSAValue) -> int | None:
 
 
 def _static(op: Operation) -> Operation:
-    """A view or semaphore index whose piece made a start constant, with
-    that start static (`x[872:1000]`, as the parser makes it)."""
-    if not isinstance(op, ViewOp | SemIndexOp):
+    """A view, semaphore index or window copy whose piece made an index
+    constant, with that index static (`x[872:1000]`, `bx[7, 0]`, as the
+    parser makes them); another op as it is."""
+    if isinstance(op, BufferedCopyOp):
+        return _static_window_copy(op)
+    if not isinstance(op, ViewOp | SemIndexOp) or not _has_constant(op.starts()):
         return op
-    starts = op.starts()
-    if not any(isinstance(s, SSAValue) and _constant(s) is not None for s in starts):
-        return op
-    static, dynamic = [], []
-    for start in starts:
-        value = _constant(start) if isinstance(start, SSAValue) else start
-        if value is None:
-            dynamic.append(start)
-        static.append(DYNAMIC if value is None else value)
+    static = [_value(s) for s in op.starts()]
+    dynamic = [s for s in static if isinstance(s, SSAValue)]
+    static = [DYNAMIC if isinstance(s, SSAValue) else s for s in static]
     if isinstance(op, SemIndexOp):
         folded: Operation = SemIndexOp(op.source, static, dynamic)
     else:
@@ -204,6 +203,37 @@ def _static(op: Operation) -> Operation:
             for start, (_, size, dropped) in zip(static, op.subscripts(), strict=True)
         ]
         folded = ViewOp(op.source, subscripts, dynamic=dynamic)
+    return _replaced(op, folded)
+
+
+def _static_window_copy(op: BufferedCopyOp) -> Operation:
+    indices = op.block_indices
+    if not _has_constant([*(indices or ()), op.slot_value]):
+        return op
+    folded = BufferedCopyOp(
+        op.src,
+        op.dst,
+        None if indices is None else [_value(cast(Index, i)) for i in indices],
+        slot=_value(op.slot_value),
+        action=None if op.action is None else str(op.action_value),
+        sem=op.sem,
+    )
+    return _replaced(op, folded)
+
+
+def _has_constant(indices: Sequence[object]) -> bool:
+    return any(isinstance(i, SSAValue) and _constant(i) is not None for i in indices)
+
+
+def _value(index: Index) -> Index:
+    """An index with a piece's constant as its integer."""
+    if isinstance(index, SSAValue):
+        value = _constant(index)
+        return index if value is None else value
+    return index
+
+
+def _replaced(op: Operation, folded: Operation) -> Operation:
     folded.location = op.location
     op.erase()
     return folded

@@ -1,5 +1,5 @@
 # RUN: copyir opt -p expand-min-max --emit cpy %s | filecheck %s
-# RUN: copyir lower %s | filecheck %s --check-prefix=STREAM
+# RUN: copyir lower --kernel clamp %s | filecheck %s --check-prefix=STREAM
 
 # Each op that reads a min or max becomes one copy per affine piece, under
 # a `when` of the piece's constraints: min(128 * i, 872) is 128 * i where
@@ -57,3 +57,26 @@ kernel clamp(x: f32[1000, 128] @hbm, y: f32[1000, 128] @hbm) {
 # STREAM-NEXT:   dma.start "vmem" {{.*}} -> "hbm" 577536
 # STREAM-NEXT:   dma.wait
 # STREAM-NEXT: }
+
+# Window copies and semaphore indices take a piece's constant as static.
+
+# CHECK-LABEL: kernel windows(
+kernel windows(x: f32[1000, 128] @hbm, y: f32[1000, 128] @hbm) {
+  bx = buffered_ref x, block=(128, 128), buffers=2
+  sems = semaphore[4]
+  # CHECK: for i in range(10) {
+  for i in range(10) {
+    b = min(i, 7)
+    # CHECK-NEXT: when i <= 7 {
+    # CHECK-NEXT:   [[SLOT:v[0-9]+]] = i % 2
+    # CHECK-NEXT:   buffered_copy start x -> bx[i, 0], sems[i % 4], slot=[[SLOT]]
+    # CHECK-NEXT: }
+    # CHECK-NEXT: when i >= 8 {
+    # CHECK-NEXT:   buffered_copy start x -> bx[7, 0], sems[3], slot=1
+    # CHECK-NEXT: }
+    buffered_copy start x -> bx[b, 0], sems[b % 4], slot=b % 2
+    # CHECK:      buffered_copy wait x -> bx[7, 0], sems[3], slot=1
+    buffered_copy wait x -> bx[b, 0], sems[b % 4], slot=b % 2
+    buffered_copy bx[b, 0] -> y, slot=b % 2
+  }
+}
