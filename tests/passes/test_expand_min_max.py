@@ -279,3 +279,28 @@ def test_verify_finds_exactly_the_first_iteration_out_of_bounds(kind, one, two, 
             start=first, stop=first + block, dim=0, name="x", size=rows
         )
     assert str(verify_error(text)) == f"{message}, at i = {bad[0]}"
+
+
+def test_a_clamped_block_index_of_a_ragged_window_agrees_with_numpy():
+    """bx[min(i, 7), 0] of a (1000, 128) array in (128, 128) blocks: the
+    ragged block 7 (104 rows) again for i >= 7, through asynchronous window
+    copies whose semaphore and slot are computed from the min."""
+    text = """
+kernel w(x: f32[1000, 128] @hbm, y: f32[1000, 128] @hbm) {
+  bx = buffered_ref x, block=(128, 128), buffers=2
+  sems = semaphore[2]
+  for i in range(10) {
+    b = min(i, 7)
+    buffered_copy start x -> bx[b, 0], sems[b % 2], slot=b % 2
+    buffered_copy wait x -> bx[b, 0], sems[b % 2], slot=b % 2
+    buffered_copy bx[b, 0] -> y, slot=b % 2
+  }
+}
+"""
+    x = np.random.default_rng(7).standard_normal((1000, 128)).astype(np.float32)
+    module = copyir.parse(text)
+    copyir.verify(module)
+    assert run_reference(module.ops.first, {"x": x})["y"].tobytes() == x.tobytes()
+    stream = copyir.to_stream(copyir.lower(copyir.parse(text)))
+    for mode in MODES:
+        assert copyir.run(stream, {"x": x}, mode=mode)["y"].tobytes() == x.tobytes()
