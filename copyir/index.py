@@ -420,7 +420,7 @@ def conjoin(*parts: Conjunction) -> Conjunction | None:
             continue
         value = _constant(constraint.lhs - constraint.rhs)
         if value is not None:
-            if value < 0 or (value and constraint.kind == AffineConstraintKind.eq):
+            if not _HOLDS[constraint.kind](value):
                 return None
             continue
         for other in kept:
@@ -428,6 +428,14 @@ def conjoin(*parts: Conjunction) -> Conjunction | None:
                 return None
         kept.append(constraint)
     return tuple(kept)
+
+
+_HOLDS = {
+    AffineConstraintKind.ge: lambda difference: difference >= 0,
+    AffineConstraintKind.le: lambda difference: difference <= 0,
+    AffineConstraintKind.eq: lambda difference: difference == 0,
+}
+"""Whether a constraint holds, by the difference of its two sides."""
 
 
 def _contradict(a: AffineConstraintExpr, b: AffineConstraintExpr) -> bool:

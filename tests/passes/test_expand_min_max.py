@@ -17,13 +17,13 @@ from copyir.passes.expand_min_max import ExpandMinMaxPass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.context import Context
-from xdsl.ir.affine import AffineExpr
+from xdsl.ir.affine import AffineConstraintExpr, AffineConstraintKind, AffineExpr
 
 import copyir
 from copyir import errors, limits
 from copyir.dialects.copy import IndexOp, WhenOp
 from copyir.errors import CopyIRError
-from copyir.index import MAX, MIN, Pieces, combine, evaluate, plus
+from copyir.index import MAX, MIN, Pieces, combine, conjoin, evaluate, plus
 
 D0, D1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
 
@@ -57,6 +57,29 @@ def test_pieces_that_cannot_hold_together_are_left_out():
     assert isinstance(both, Pieces) and len(both.pieces) == 2
     assert combine(MAX, [D0 + 1, D0 + 1]) == D0 + 1
     assert combine(MIN, [D0, D0 + 3]) == D0  # i <= i + 3 everywhere
+
+
+@pytest.mark.parametrize(
+    "kind, lhs, rhs, kept",
+    [
+        ("le", 3, 5, ()),
+        ("le", 5, 3, None),
+        ("ge", 5, 3, ()),
+        ("ge", 3, 5, None),
+        ("eq", 3, 3, ()),
+        ("eq", 3, 5, None),
+    ],
+)
+def test_a_constant_constraint_of_any_kind_is_dropped_or_drops_its_piece(
+    kind, lhs, rhs, kept
+):
+    constraint = AffineConstraintExpr(
+        AffineConstraintKind[kind],
+        AffineExpr.constant(lhs),
+        AffineExpr.constant(rhs),
+        canonicalize=False,
+    )
+    assert conjoin((constraint,)) == kept
 
 
 # -- the checks over the domain ----------------------------------------------------
