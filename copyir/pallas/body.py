@@ -60,6 +60,7 @@ _HANDLERS: dict[str, Callable[[BodyImporter, Any, list], Any]] = {
     "neg": BodyImporter.integer,
     "min": BodyImporter.extremum,
     "max": BodyImporter.extremum,
+    "clamp": BodyImporter.clamp,
     "convert_element_type": BodyImporter.convert,
     "select_n": BodyImporter.select,
     "multiple_of": BodyImporter.hint,

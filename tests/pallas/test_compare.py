@@ -384,3 +384,30 @@ def test_a_maximum_then_scaled_agrees_with_interpret_mode():
     assert comparison.status == "agrees", comparison.report()
     ours, theirs = comparison.runs["on_wait"]
     assert ours.events and ours.events == theirs.events
+
+
+@pytest.mark.parametrize(
+    "clip",
+    [
+        lambda i: jnp.clip(i * 6 - 3, 0, 10),
+        lambda i: jax.lax.clamp(0, i * 6 - 3, 10),
+    ],
+    ids=["jnp.clip", "lax.clamp"],
+)
+def test_a_clipped_start_agrees_with_interpret_mode(clip):
+    """`jnp.clip` (a jit of max and min) and `lax.clamp` of an index: its
+    max, then its min, compared side by side."""
+
+    def kernel(x, y, buf, sem):
+        def body(i, carry):
+            rows = pl.ds(clip(i), 6)
+            pltpu.sync_copy(x.at[rows], buf.at[pl.ds(0, 6)])
+            pltpu.sync_copy(buf.at[pl.ds(0, 6)], y.at[rows])
+            return carry
+
+        jax.lax.fori_loop(0, 4, body, 0)
+
+    comparison = compare(lambda: hbm_call(kernel)(X))
+    assert comparison.status == "agrees", comparison.report()
+    ours, theirs = comparison.runs["on_wait"]
+    assert len(ours.events) == 16 and ours.events == theirs.events
