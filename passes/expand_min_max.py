@@ -18,7 +18,7 @@ predicated instruction per piece, never per iteration.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -146,18 +146,10 @@ class _Splitter:
         return index.result
 
     def when(self, where: Conjunction, body: list[Operation], at: Operation) -> WhenOp:
-        dims = sorted({d for c in where for e in (c.lhs, c.rhs) for d in e.used_dims()})
-        constraints = tuple(
-            AffineConstraintExpr(
-                c.kind,
-                _renumbered(c.lhs, dims),
-                _renumbered(c.rhs, dims),
-                canonicalize=False,
-            )
-            for c in where
-        )
+        """The piece's ops under the piece's constraints."""
+        dims = _dims_of(where)
         when = WhenOp(
-            [AffineSet(len(dims), 0, constraints)],
+            [_renumbered_set(where, dims)],
             [self.accesses.dim_value(d) for d in dims],
             Region(Block(body)),
         )
@@ -168,8 +160,8 @@ class _Splitter:
         """A condition on a min or max: the condition on each piece."""
         args = [self.accesses.index(a) for a in op.args]
         sets = substitute_sets([s.data for s in op.condition.data], args)
-        dims = sorted({d for s in sets for d in _set_dims(s)})
-        renumbered = [_renumbered_set(s, dims) for s in sets]
+        dims = _dims_of(c for s in sets for c in s.constraints)
+        renumbered = [_renumbered_set(s.constraints, dims) for s in sets]
         op.operands = [self.accesses.dim_value(d) for d in dims]
         op.properties["condition"] = ArrayAttr(AffineSetAttr(s) for s in renumbered)
 
@@ -257,13 +249,15 @@ def _renumbered(expr: AffineExpr, dims: Sequence[int]) -> AffineExpr:
     return expr.replace_dims_and_symbols(new, [])
 
 
-def _set_dims(affine_set: AffineSet) -> set[int]:
-    return {
-        d for c in affine_set.constraints for e in (c.lhs, c.rhs) for d in e.used_dims()
-    }
+def _dims_of(constraints: Iterable[AffineConstraintExpr]) -> list[int]:
+    """The kernel dimensions the constraints use, in order."""
+    sides = (e for c in constraints for e in (c.lhs, c.rhs))
+    return sorted({d for e in sides for d in e.used_dims()})
 
 
-def _renumbered_set(affine_set: AffineSet, dims: Sequence[int]) -> AffineSet:
+def _renumbered_set(constraints: Conjunction, dims: Sequence[int]) -> AffineSet:
+    """A set of the constraints over `dims`, kernel dimension `dims[k]` its
+    dimension k."""
     return AffineSet(
         len(dims),
         0,
@@ -274,7 +268,7 @@ def _renumbered_set(affine_set: AffineSet, dims: Sequence[int]) -> AffineSet:
                 _renumbered(c.rhs, dims),
                 canonicalize=False,
             )
-            for c in affine_set.constraints
+            for c in constraints
         ),
     )
 
