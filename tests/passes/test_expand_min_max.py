@@ -327,3 +327,26 @@ kernel w(x: f32[1000, 128] @hbm, y: f32[1000, 128] @hbm) {
     stream = copyir.to_stream(copyir.lower(copyir.parse(text)))
     for mode in MODES:
         assert copyir.run(stream, {"x": x}, mode=mode)["y"].tobytes() == x.tobytes()
+
+
+def test_a_clamped_block_breaks_a_parallel_claim_at_its_first_overlap():
+    """Rows of a parallel grid write y[min(8 * i, 52):...]: the last one
+    (52:60) overlaps row 6's (48:56), which the parallel claims report at
+    the first iteration that meets another, on the min's constant piece."""
+    text = (
+        "kernel par(x: f32[60, 128] @hbm, y: f32[60, 128] @hbm) {\n"
+        "  for i in grid(8), parallel=(0,) {\n"
+        "    sync_copy x[ds(min(8 * i, 52), 8)] -> y[ds(min(8 * i, 52), 8)]\n"
+        "  }\n}\n"
+    )
+    x = np.zeros((60, 128), np.float32)
+    stream = copyir.to_stream(copyir.lower(copyir.parse(text)))
+    with pytest.raises(CopyIRError) as caught:
+        copyir.run(stream, {"x": x}, mode="eager")
+    assert (
+        str(caught.value)
+        == errors.PARALLEL_WRITES.format(
+            loop="i", what="DMA", region="y[52:60, 0:128]", other="i = 6"
+        )
+        + ", at i = 7"
+    )
