@@ -161,7 +161,10 @@ class BodyBuilder(OptionReader):
                 ),
             )
         types = [ref.type for ref in refs]
-        windows = PipelineOp.window_types(types, [s.block for s in specs])
+        try:  # a window of more dimensions than a ref may have
+            windows = PipelineOp.window_types(types, [s.block for s in specs])
+        except CopyIRError as err:
+            raise err.at(self.loc(token)) from None
         block = Block(arg_types=[*windows, *[INDEX] * rank])
         self.emit(PipelineOp, refs, (), properties, [Region(block)])
         outer = self.open_scope("pipeline", token, block)

@@ -764,3 +764,14 @@ def test_a_window_slot_out_of_range_keeps_the_verifiers_message():
     err = error_of(text)
     assert str(err) == errors.SLOT_OUT_OF_RANGE.format(slot=2, bref="bx", buffers=2)
     assert err.loc.line == 3
+
+
+def test_a_window_of_too_many_dimensions_is_located_at_its_pipeline():
+    """A block of 40 dimensions makes a window no ref may have: the error
+    of the window's type, at the pipeline (the fuzzer's mutant, which
+    once had no location)."""
+    block = ", ".join(["8"] * 39 + ["128"])
+    text = kernel(SCALE.replace("in  x block=(8, 128)", f"in  x block=({block})"))
+    err = error_of(text, verify=False)
+    assert str(err) == errors.RANK_TOO_LARGE.format(limit=32, rank=40)
+    assert (err.loc.file, err.loc.line) == ("pipelines.cpy", 2)
