@@ -500,6 +500,10 @@ INDEX_MIN_MAX_INSIDE = (
     "Index expression {expr} is inside another: {name}(...) takes a whole index; "
     "name it first, as in c = {name}(...), and compute with c"
 )
+INDEX_MAP_MIN_MAX = (
+    "The index map of {name} uses {expr}: {call} in a pipeline's index map "
+    "is not supported yet"
+)
 INDEX_MIN_MAX_ARGUMENTS = (
     "Index expression {expr} has {count} argument(s): {name} takes two or more"
 )

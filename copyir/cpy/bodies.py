@@ -11,6 +11,7 @@ from xdsl.ir.affine import AffineMap
 from copyir import errors
 from copyir.attributes import i64_array
 from copyir.cpy.expressions import (
+    COMBINES,
     Affine,
     checked,
     condition,
@@ -267,7 +268,16 @@ class BodyBuilder(OptionReader):
         scope = _MapScope(self, names)
         affine = Affine(scope)
         affine.dims = list(scope.values.values())
-        exprs = [checked(self, r, affine.expr(r)) for r in results if r is not None]
+        results = [r for r in results if r is not None]
+        for call in (c for r in results if isinstance(r, Tree) for c in _calls(r)):
+            if call.children[0] in COMBINES:
+                raise self.error(
+                    call,
+                    errors.INDEX_MAP_MIN_MAX.format(
+                        name=ref, expr=self.source(call), call=call.children[0]
+                    ),
+                )
+        exprs = [checked(self, r, affine.expr(r)) for r in results]
         return AffineMapAttr(AffineMap(rank, 0, tuple(exprs)))
 
     def map_parameters(self, params: Tree | Token, ref: str) -> list[Token]:
@@ -323,3 +333,8 @@ _PIPELINE_OPTIONS = {
     "no_pipelining": "flag",
 }
 _SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int"}
+
+
+def _calls(tree: Tree):
+    """The calls in an expression (`min(i, 6)`), outermost first."""
+    return tree.find_pred(lambda t: t.data == "call")

@@ -462,6 +462,7 @@ def _operands(tree: Tree) -> list[Any]:
 
 
 __all__ = [
+    "COMBINES",
     "MAX_CONDITION_SETS",
     "Affine",
     "call_args",
