@@ -500,6 +500,10 @@ INDEX_MIN_MAX_INSIDE = (
     "Index expression {expr} is inside another: {name}(...) takes a whole index; "
     "name it first, as in c = {name}(...), and compute with c"
 )
+TOO_MANY_PIECES = (
+    "The mins and maxes of an index here split the loops' domain into more "
+    "than {limit} affine pieces, more than an op may have"
+)
 INDEX_MAP_MIN_MAX = (
     "The index map of {name} uses {expr}: {call} in a pipeline's index map "
     "is not supported yet"

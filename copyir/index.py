@@ -14,9 +14,10 @@ there), so that every check and the lowering stay exact.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import cast
 
@@ -32,6 +33,9 @@ from xdsl.ir.affine import (
     AffineExpr,
     AffineSet,
 )
+
+from copyir import errors, limits
+from copyir.errors import CopyIRError
 
 INT64 = range(-(2**63), 2**63)
 """The integers an index or a constant in one may take (numpy's int64)."""
@@ -259,6 +263,7 @@ def substitute_sets(
             where = conjoin(*(w for w, _ in combination), inner)
             if where is not None:
                 result.append(_set_of(where))
+                _within_limit(result)
     return tuple(result)
 
 
@@ -375,16 +380,30 @@ def apply(
         where = conjoin(*(w for w, _ in combination))
         if where is not None:
             pieces.append((where, function(*(e for _, e in combination))))
+            _within_limit(pieces)
     if len(pieces) == 1 and not pieces[0][0]:
         return pieces[0][1]
     return Pieces(tuple(pieces))
 
 
+def _within_limit(pieces: Sized) -> None:
+    """TOO_MANY_PIECES past `limits.MAX_PIECES`, before the work grows."""
+    if len(pieces) > limits.MAX_PIECES:
+        raise CopyIRError(errors.TOO_MANY_PIECES.format(limit=limits.MAX_PIECES))
+
+
 def substitute_expr(expr: AffineExpr, args: Sequence[Index]) -> AffineExpr | Pieces:
-    """The expression with dimension k replaced by `args[k]`."""
+    """The expression with dimension k replaced by `args[k]`, piece by
+    piece of the args it uses only."""
+    used = expr.used_dims()
+    args = [a if k in used else _UNUSED for k, a in enumerate(args)]
     if not any(isinstance(a, Pieces | int) for a in args):
         return expr.replace_dims_and_symbols(cast(Sequence[AffineExpr], args), [])
     return apply(lambda *exprs: expr.replace_dims_and_symbols(exprs, []), args)
+
+
+_UNUSED = AffineConstantExpr(0)
+"""What stands for an argument an expression does not use."""
 
 
 MIN, MAX = "min", "max"
@@ -404,6 +423,7 @@ def combine(kind: str, args: Sequence[Index]) -> AffineExpr | Pieces:
                 where = conjoin(a[0], b[0], split)
                 if where is not None:
                     pieces.append((where, value))
+                    _within_limit(pieces)
         result = Pieces(tuple(pieces))
         if len(pieces) == 1 and not pieces[0][0]:
             result = pieces[0][1]
@@ -438,6 +458,7 @@ _HOLDS = {
 """Whether a constraint holds, by the difference of its two sides."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _contradict(a: AffineConstraintExpr, b: AffineConstraintExpr) -> bool:
     ge = AffineConstraintKind.ge
     if a.kind != ge or b.kind != ge:
@@ -446,6 +467,7 @@ def _contradict(a: AffineConstraintExpr, b: AffineConstraintExpr) -> bool:
     return total is not None and total < 0
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _constant(expr: AffineExpr) -> int | None:
     """The expression's value when it is the same everywhere (as far as
     xDSL's flattening sees)."""

@@ -23,7 +23,16 @@ import copyir
 from copyir import errors, limits
 from copyir.dialects.copy import IndexOp, WhenOp
 from copyir.errors import CopyIRError
-from copyir.index import MAX, MIN, Pieces, combine, conjoin, evaluate, plus
+from copyir.index import (
+    MAX,
+    MIN,
+    Pieces,
+    combine,
+    conjoin,
+    evaluate,
+    plus,
+    substitute_expr,
+)
 
 D0, D1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
 
@@ -57,6 +66,23 @@ def test_pieces_that_cannot_hold_together_are_left_out():
     assert isinstance(both, Pieces) and len(both.pieces) == 2
     assert combine(MAX, [D0 + 1, D0 + 1]) == D0 + 1
     assert combine(MIN, [D0, D0 + 3]) == D0  # i <= i + 3 everywhere
+
+
+def test_an_expression_is_in_pieces_only_of_the_args_it_uses():
+    """`copy.index` of (c, i) whose map reads only i stays affine, however
+    many pieces c has: else each chained min would multiply its pieces by
+    its own args' (too_many_pieces.cpy took minutes, not a second)."""
+    clamped = combine(MIN, [D0, AffineExpr.constant(3)])
+    assert substitute_expr(D1 * 2, [clamped, D0]) == D0 * 2
+    assert isinstance(substitute_expr(D0 + D1, [clamped, D0]), Pieces)
+
+
+def test_more_pieces_than_the_limit_is_one_error():
+    many = D0
+    with pytest.raises(CopyIRError) as caught:
+        for k in range(1, 12):
+            many = combine(MIN, [many, D0 * k - D1 * (k * k) + k])
+    assert str(caught.value) == errors.TOO_MANY_PIECES.format(limit=limits.MAX_PIECES)
 
 
 @pytest.mark.parametrize(
