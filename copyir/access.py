@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Operation, SSAValue
@@ -50,7 +50,14 @@ from copyir.dialects.copy import (
     ViewOp,
     WindowOp,
 )
-from copyir.index import Pieces, combine, plus, row_major_strides, substitute_expr
+from copyir.index import (
+    Pieces,
+    combinations,
+    combine,
+    plus,
+    row_major_strides,
+    substitute_expr,
+)
 
 Bound = int | AffineExpr | Pieces
 """A bound of an access's box: an integer, or an expression of loop indices
@@ -227,12 +234,11 @@ class Accesses:
         return known[value]
 
     def pieces(self, op: Operation) -> int:
-        """How many copies of the op `expand-min-max` makes, at most: the
-        product of the piece counts of the indices in pieces it reads."""
-        count = 1
-        for value in _NONE.union(*(self.clamps(o) for o in op.operands)):
-            count *= len(cast(Pieces, self.index(value)).pieces)
-        return count
+        """How many copies of the op `expand-min-max` makes: the
+        combinations of the pieces of the indices it reads that can hold
+        together (TOO_MANY_PIECES past `limits.MAX_PIECES`)."""
+        read = _NONE.union(*(self.clamps(o) for o in op.operands))
+        return len(combinations([self.index(v) for v in read]))
 
     def dim_value(self, dim: int) -> SSAValue:
         """The loop index of a kernel-wide dimension number."""

@@ -257,12 +257,11 @@ def substitute_sets(
         return tuple(substitute(s, cast(Sequence[AffineExpr], args)) for s in sets)
     result = []
     for affine_set in sets:
-        for combination in itertools.product(*(Pieces.of(a).pieces for a in args)):
-            exprs = [e for _, e in combination]
+        for where, exprs in combinations(args):
             inner = substitute(affine_set, exprs).constraints
-            where = conjoin(*(w for w, _ in combination), inner)
-            if where is not None:
-                result.append(_set_of(where))
+            joined = conjoin(where, inner)
+            if joined is not None:
+                result.append(_set_of(joined))
                 _within_limit(result)
     return tuple(result)
 
@@ -375,15 +374,31 @@ def apply(
     """An affine function of indices, piece by piece: on every combination
     of the args' pieces that can hold together. One piece without
     constraints is its expression."""
-    pieces = []
-    for combination in itertools.product(*(Pieces.of(a).pieces for a in args)):
-        where = conjoin(*(w for w, _ in combination))
-        if where is not None:
-            pieces.append((where, function(*(e for _, e in combination))))
-            _within_limit(pieces)
+    pieces = [(where, function(*exprs)) for where, exprs in combinations(args)]
     if len(pieces) == 1 and not pieces[0][0]:
         return pieces[0][1]
     return Pieces(tuple(pieces))
+
+
+def combinations(
+    args: Sequence[Index],
+) -> list[tuple[Conjunction, tuple[AffineExpr, ...]]]:
+    """The combinations of the args' pieces that can hold together, each
+    as its constraints and each arg's expression there: the pieces of
+    anything computed from the args (an op reading several mins is a copy
+    per combination). Made arg by arg, those that cannot hold dropped as
+    they are met, so that the work stays within `limits.MAX_PIECES`."""
+    found: list[tuple[Conjunction, tuple[AffineExpr, ...]]] = [((), ())]
+    for arg in args:
+        grown = []
+        for where, exprs in found:
+            for constraints, expr in Pieces.of(arg).pieces:
+                joined = conjoin(where, constraints)
+                if joined is not None:
+                    grown.append((joined, (*exprs, expr)))
+                    _within_limit(grown)
+        found = grown
+    return found
 
 
 def _within_limit(pieces: Sized) -> None:

@@ -17,7 +17,6 @@ predicated instruction per piece, never per iteration.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -49,7 +48,7 @@ from copyir.dialects.copy import (
     WindowOp,
 )
 from copyir.dialects.copy.indexing import Index
-from copyir.index import Conjunction, Pieces, conjoin, substitute_sets
+from copyir.index import Conjunction, combinations, substitute_sets
 
 VALUES = (ViewOp, SemIndexOp, IndexOp, AsyncCopyOp, WindowOp)
 """Ops that only make a value from their operands: rebuilt per piece with
@@ -77,16 +76,10 @@ class _Splitter:
             self.condition(op)
             return
         chain, indices = self.chain(op)
-        pieces = itertools.product(
-            *(Pieces.of(self.accesses.index(v)).pieces for v in indices)
-        )
-        for combination in pieces:
-            where = conjoin(*(w for w, _ in combination))
-            if where is None:
-                continue
+        for where, exprs in combinations([self.accesses.index(v) for v in indices]):
             made: list[Operation] = []
             mapper: dict[SSAValue, SSAValue] = {}
-            for value, (_, expr) in zip(indices, combination, strict=True):
+            for value, expr in zip(indices, exprs, strict=True):
                 mapper[value] = self.index(expr, made, op)
             for value_op in chain:
                 clone = _static(value_op.clone(value_mapper=mapper))

@@ -376,3 +376,27 @@ def test_a_clamped_block_breaks_a_parallel_claim_at_its_first_overlap():
         )
         + ", at i = 7"
     )
+
+
+def test_an_op_reading_indices_of_many_pieces_is_refused_at_the_op():
+    """Two indices that split the domain differently, 32 pieces each, in
+    one DMA: more combinations that can hold together than the limit, at
+    the DMA's line, before any copy is made; one index read twice (its
+    32 pieces) counts once."""
+    chain = "".join(
+        f"    a{k} = min(a{k - 1}, {k} * i - {k * k} * j + {k})\n" for k in range(1, 6)
+    )
+    other = chain.replace("a", "b").replace("i - ", "i + 1 - ")
+    text = (
+        "kernel k(x: f32[4096] @hbm, y: f32[4096] @hbm) {\n"
+        "  for i, j in grid(4, 4) {\n    a0 = i + 0\n    b0 = j + 0\n"
+        + chain
+        + other
+        + "    sync_copy x[ds(a5 + 2000, 1)] -> y[ds(b5 + 2000, 1)]\n  }\n}\n"
+    )
+    err = verify_error(text)
+    assert str(err) == errors.TOO_MANY_PIECES.format(limit=limits.MAX_PIECES)
+    assert err.loc.line == 15  # the sync_copy
+    shared = text.replace("y[ds(b5 + 2000, 1)]", "y[ds(a5 + 2001, 1)]")
+    copyir.verify(copyir.parse(shared))
+    assert sum(isinstance(o, WhenOp) for o in lowered_ops(shared)) == 32
