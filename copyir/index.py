@@ -316,8 +316,9 @@ class Pieces:
     every point. Everything affine on indices applies piece by piece
     (`a + min(b, c)`, a `copy.index` of a min, a view's offset and box),
     and a min of pieces splits each further (`min(max(a, b), c)`: the
-    pieces multiply), the constraints of pieces that cannot hold together
-    (`a <= b` and `a > b`, from one min met twice) dropped.
+    pieces multiply), the combinations of pieces that cannot hold together
+    (`a <= b` and `a > b`, from one min met twice) dropped
+    (`combinations`), and at most `limits.MAX_PIECES` of them.
 
     So nothing downstream meets a min: the verifier evaluates pieces at
     every point of an op's domain (exact bounds, overlaps and slots, the
