@@ -42,7 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from copyir import errors
-from copyir.errors import CopyIRError, Note
+from copyir.errors import CopyIRError, CopyIRWarning, Note
 from copyir.stream import START, WAIT
 from copyir.tables import group_rows, small_groups
 
@@ -88,6 +88,11 @@ class BoxAccesses:
     buffer and of equal extents (the ends of one instruction, say), so
     what depends only on those is found once per value, without hashing
     the boxes."""
+    stale: np.ndarray | None = None
+    """Optional, per row: an invalidation that keeps the box's bytes (a
+    pipeline's output window at a block's first visit). A DMA that reads
+    memory whose last event was one copies those bytes on (Pallas writes
+    a whole window back): not an error but a warning (`Verdict.stale`)."""
 
     def runs(self, memory: Memory, rows: np.ndarray) -> coverage.Runs:
         """The element runs of these rows' boxes (`coverage.box_runs`)."""
@@ -144,6 +149,7 @@ class Namer(Protocol):
     def fail(
         self, event: int, message: str, notes: tuple[Note, ...] = ()
     ) -> CopyIRError: ...
+    def warning(self, event: int, message: str) -> CopyIRWarning: ...
     def site(self, event: int) -> Note: ...
     def iteration(self, event: int) -> str: ...
     def where(self, event: int) -> str: ...
@@ -164,6 +170,9 @@ class Verdict:
     written: tuple[np.ndarray, np.ndarray]
     """Every element any DMA writes, as global intervals (`coverage`)."""
     stats: overlaps.Stats = field(default_factory=overlaps.Stats)
+    stale: tuple[int, int] | None = None
+    """The first DMA that copies stale memory (`BoxAccesses.stale`): its
+    source row and first stale element (a global number)."""
 
 
 class DmaProtocol:
@@ -309,10 +318,28 @@ class DmaProtocol:
         element."""
         return _self_overlap(self.ends)
 
+    @functools.cached_property
+    def _unwritten_reads(self) -> tuple[Unwritten | None, Unwritten | None]:
+        return _first_unwritten(self.ends, self.memory)
+
     def unwritten(self) -> tuple[int, int] | None:
         """The first read of memory nobody wrote: its row and first
         unwritten element (a global number)."""
-        return _first_unwritten(self.ends, self.memory)
+        found = self._unwritten_reads[0]
+        return None if found is None else (found[1], found[2])
+
+    def stale_read(self) -> tuple[int, int] | None:
+        """The first DMA that reads memory whose last event was a stale
+        invalidation (and nothing nobody wrote): its source row and first
+        stale element (a global number)."""
+        found = self._unwritten_reads[1]
+        return None if found is None else (found[1], found[2])
+
+    def stale_warning(self, found: tuple[int, int]) -> CopyIRWarning:
+        """The warning for a DMA that copies stale memory (`stale_read`):
+        at the DMA, naming its destination and the first element there
+        that holds what the window's slot held before."""
+        return _stale_warning(self.ends, self.memory, found, self.namer)
 
     # -- the verdict
 
@@ -369,7 +396,8 @@ class DmaProtocol:
         if problems:
             raise min(problems, key=lambda p: p[:2])[2]()
         runs = _write_runs(ends, memory)
-        return Verdict(starts, finish, coverage.union(runs.lo, runs.hi), stats)
+        written = coverage.union(runs.lo, runs.hi)
+        return Verdict(starts, finish, written, stats, self.stale_read())
 
 
 # -- semaphores ------------------------------------------------------------------------
@@ -565,9 +593,12 @@ def _race(ends: BoxAccesses, conflict: overlaps.Conflict, namer: Namer) -> CopyI
     )
 
 
-def _first_unwritten(ends: BoxAccesses, memory: Memory) -> tuple[int, int] | None:
+def _first_unwritten(
+    ends: BoxAccesses, memory: Memory
+) -> tuple[Unwritten | None, Unwritten | None]:
     """The first read, in program order, that no earlier write or input
-    covers, and its first unwritten element (a global number).
+    covers, and the first DMA that copies stale memory (`BoxAccesses.
+    stale`): each as (event, row, first element), or None.
 
     Only reads of buffers that start unwritten, or that an invalidation
     makes unwritten again, can fail. Each such buffer is settled by its
@@ -577,14 +608,15 @@ def _first_unwritten(ends: BoxAccesses, memory: Memory) -> tuple[int, int] | Non
     invalidated[ends.buffer[ends.invalidate]] = True
     doubtful = ends.read & (~memory.provided[ends.buffer] | invalidated[ends.buffer])
     if not doubtful.any():
-        return None
+        return None, None
     writing = ends.write & ~ends.invalidate
     # Rows by buffer, each buffer's rows in row order; reads that cannot
     # fail play no part.
     rows = np.flatnonzero(doubtful | ends.write)
     rows = rows[np.argsort(ends.buffer[rows], kind="stable")]
     edges = np.flatnonzero(np.diff(ends.buffer[rows])) + 1
-    best = None
+    best: Unwritten | None = None
+    stale: Unwritten | None = None
     for mine in np.split(rows, edges):
         reads = mine[doubtful[mine]]
         if not reads.size:
@@ -594,17 +626,20 @@ def _first_unwritten(ends: BoxAccesses, memory: Memory) -> tuple[int, int] | Non
         found = _by_boxes(ends, memory, buffer, reads, writes, invalid)
         if found is _MIXED:
             found = _by_replay(ends, memory, buffer, reads, writes, invalid)
-        if found is not None and (best is None or found < best):
-            best = found
-    return None if best is None else (best[1], best[2])
+        failing, copied = found
+        if failing is not None and (best is None or failing < best):
+            best = failing
+        if copied is not None and (stale is None or copied < stale):
+            stale = copied
+    return best, stale
 
 
 def _by_replay(
     ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid
-) -> Unwritten | None:
+) -> tuple[Unwritten | None, Unwritten | None]:
     """`_replay_buffer`, spared the reads of exactly the box an earlier
     write wrote when nothing in the buffer is invalidated (those stay
-    covered): (event, row, first unwritten element), or None."""
+    covered)."""
     if not invalid.size:
         read_keys = coverage.box_keys(
             ends.buffer[reads], ends.lo[reads], ends.hi[reads]
@@ -622,7 +657,7 @@ def _by_replay(
             found &= (ends.hi[candidate] == ends.hi[reads]).all(axis=1)
         reads = reads[~found]
         if not reads.size:
-            return None
+            return None, None
     return _replay_buffer(ends, memory, buffer, reads, writes, invalid)
 
 
@@ -641,15 +676,24 @@ Unwritten = tuple[int, int, int]
 """(event, row, first unwritten element) of a read of unwritten memory."""
 
 
+def _stale_rows(ends: BoxAccesses, rows: np.ndarray) -> np.ndarray:
+    """Whether each row is a stale invalidation."""
+    if ends.stale is None:
+        return np.zeros(len(rows), bool)
+    return ends.stale[rows] & ends.invalidate[rows]
+
+
 def _by_boxes(
     ends: BoxAccesses, memory: Memory, buffer: int, reads, writes, invalid
-) -> Unwritten | _Mixed | None:
+) -> tuple[Unwritten | None, Unwritten | None] | _Mixed:
     """The replay's answer for one buffer, without replaying, when its
     distinct boxes are pairwise identical or disjoint (window slots,
     blocks): then each box lives on its own, and a read of it is covered
     exactly when the last write or invalidation of that box before the
-    read's event is a write (or, with none, when the buffer is an input).
-    Returns (event, row, first unwritten element), None, or `_MIXED`.
+    read's event is a write (or, with none, when the buffer is an input);
+    a DMA's read after a stale invalidation copies stale memory. Returns
+    the first failing read and the first stale copy, each (event, row,
+    first unwritten element) or None; or `_MIXED`.
 
     The replay visits an event's reads before its writes, and the runs of
     one event in order of position; a wholly unwritten box's first
@@ -657,7 +701,6 @@ def _by_boxes(
     the least (event, first element, row)."""
     rows = np.concatenate([reads, writes, invalid])
     kinds, box = _distinct_boxes(ends, memory, rows)
-    strides, bases = memory.strides, memory.bases
     runs = ends.runs(memory, kinds)
     lo = np.sort(runs.lo)
     hi = runs.hi[np.argsort(runs.lo, kind="stable")]
@@ -669,6 +712,7 @@ def _by_boxes(
     event = ends.event[rows]
     order = np.lexsort((np.arange(len(rows)), role, event, box))
     role, box = role[order], box[order]
+    stale = _stale_rows(ends, rows[order])
     position = np.arange(len(order))
     last = np.maximum.accumulate(np.where(role > 0, position, -1))
     mine = role == 0
@@ -677,12 +721,23 @@ def _by_boxes(
     known[known] = box[before[known]] == box[mine][known]
     provided = bool(memory.provided[buffer])
     covered = np.where(known, role[np.maximum(before, 0)] == 1, provided)
-    failing = rows[order[mine][~covered]]
-    if not failing.size:
+    reading = rows[order[mine]]
+    copied = known & stale[np.maximum(before, 0)] & ~ends.instant[reading]
+    return (
+        _least(ends, memory, buffer, reading[~covered & ~copied]),
+        _least(ends, memory, buffer, reading[copied]),
+    )
+
+
+def _least(
+    ends: BoxAccesses, memory: Memory, buffer: int, rows: np.ndarray
+) -> Unwritten | None:
+    """Of reads of whole boxes, the least (event, first element, row)."""
+    if not rows.size:
         return None
-    first = bases[buffer] + (ends.lo[failing] * strides[buffer]).sum(axis=1)
-    at = np.lexsort((failing, first, ends.event[failing]))[0]
-    return int(ends.event[failing[at]]), int(failing[at]), int(first[at])
+    first = memory.bases[buffer] + (ends.lo[rows] * memory.strides[buffer]).sum(axis=1)
+    at = np.lexsort((rows, first, ends.event[rows]))[0]
+    return int(ends.event[rows[at]]), int(rows[at]), int(first[at])
 
 
 def _distinct_boxes(
@@ -714,33 +769,52 @@ def _distinct_boxes(
 
 def _replay_buffer(
     ends: BoxAccesses, memory: Memory, buffer: int, mine_r, mine_w, mine_i
-):
+) -> tuple[Unwritten | None, Unwritten | None]:
     """Replay one buffer's writes, invalidations and doubtful reads in
-    program order over an interval set (an input written whole first):
-    (event, row, first unwritten element) of the first read not covered."""
+    program order over interval sets (an input written whole first): the
+    first read not covered, and the first DMA that copies stale memory
+    before it, each (event, row, first unwritten element) or None.
+    `written` holds what was written; `kept`, that and what a stale
+    invalidation left (which a DMA, but no computation, may read)."""
     bases = memory.bases
     rows = np.concatenate([mine_r, mine_w, mine_i])
     runs = ends.runs(memory, rows)
     owner = rows[runs.owner]
+    stale = _stale_rows(ends, owner)
     # At one event, reads come first: a DMA that adds, or a computation
     # that updates its destination, reads it before it writes it.
     kind = np.where(runs.owner < len(mine_r), 0, 1)
     order = np.lexsort((runs.lo, kind, ends.event[owner]))
-    written = coverage.IntervalSet()
+    written, kept = coverage.IntervalSet(), coverage.IntervalSet()
     if memory.provided[buffer]:
         base = int(bases[buffer])
         written.add(base, base + int(np.prod(memory.shapes[buffer])))
+        kept.add(base, base + int(np.prod(memory.shapes[buffer])))
+    copied: Unwritten | None = None
     for k in order:
-        lo, hi = int(runs.lo[k]), int(runs.hi[k])
+        lo, hi, row = int(runs.lo[k]), int(runs.hi[k]), int(owner[k])
         if kind[k] == 0:
             missing = written.first_missing(lo, hi)
-            if missing is not None:
-                return int(ends.event[owner[k]]), int(owner[k]), missing
-        elif ends.invalidate[owner[k]]:
+            if missing is None:
+                continue
+            at = (int(ends.event[row]), row, missing)
+            if not ends.instant[row]:
+                unkept = kept.first_missing(lo, hi)
+                if unkept is None:
+                    copied = copied or at
+                    continue
+                at = (at[0], row, unkept)
+            return at, copied
+        elif ends.invalidate[row]:
             written.remove(lo, hi)
+            if stale[k]:
+                kept.add(lo, hi)
+            else:
+                kept.remove(lo, hi)
         else:
             written.add(lo, hi)
-    return None
+            kept.add(lo, hi)
+    return None, copied
 
 
 def _uninitialized(
@@ -765,6 +839,31 @@ def _uninitialized(
         ),
         notes,
     )
+
+
+def _stale_warning(
+    ends: BoxAccesses, memory: Memory, found: tuple[int, int], namer: Namer
+) -> CopyIRWarning:
+    """At the DMA that copies stale memory: its destination, and the
+    element there that receives the first stale one (its place in the
+    DMA's box, over the dimensions of more than one element)."""
+    row, element = found
+    dst = row | 1  # a DMA's rows: its source, then its destination
+    buffer = int(ends.buffer[row])
+    flat = element - int(memory.bases[buffer])
+    index = np.array(np.unravel_index(flat, tuple(memory.shapes[buffer])))
+    offset = index - ends.lo[row]
+    src_dims = np.flatnonzero(ends.hi[row] - ends.lo[row] > 1)
+    dst_dims = np.flatnonzero(ends.hi[dst] - ends.lo[dst] > 1)
+    target = ends.lo[dst].copy()
+    if len(src_dims) == len(dst_dims):
+        target[dst_dims] += offset[src_dims]
+    out = int(ends.buffer[dst])
+    message = errors.RUN_UNWRITTEN_WINDOW.format(
+        region=namer.region(out, ends.lo[dst], ends.hi[dst]),
+        first=namer.element(out, tuple(int(i) for i in target)),
+    )
+    return namer.warning(int(ends.event[row]), message)
 
 
 def _write_runs(ends: BoxAccesses, memory: Memory) -> coverage.Runs:

@@ -5,7 +5,7 @@ add), a wait does nothing, a `sync_copy` copies leaf by leaf, a view is
 numpy slicing, and a `buffered_copy` takes its block with numpy's own
 slicing, `x[b*i : b*(i+1)]`, whose cut at the array's end is exactly the
 ragged-edge rule. Memory nobody writes holds the same poison as in the
-interpreter (every byte 0xFF).
+interpreter (`copyir.machine.poison`, Pallas' interpret mode's values).
 
 Loops run directly too, as xDSL's `scf` interpreter runs `scf.for`: a
 `copy.for` evaluates its bounds and runs its body once per index tuple,
@@ -87,19 +87,18 @@ from copyir.dialects.copy import (
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
-from copyir.machine import POISON
+from copyir.machine import poison
 
 
 def poisoned(type: RefType | BufferedRefType) -> np.ndarray:
-    """An array of the type's shape and dtype whose every byte is 0xFF."""
+    """An array of the type's shape and dtype holding poison."""
     dtype = (
         type.dtype.numpy if isinstance(type, RefType) else type.array_type.dtype.numpy
     )
     shape = (
         type.get_shape() if isinstance(type, RefType) else type.window_type.get_shape()
     )
-    count = int(np.prod(shape, dtype=np.int64))
-    return np.full(count * dtype.itemsize, POISON, np.uint8).view(dtype).reshape(shape)
+    return np.full(shape, poison(dtype), dtype)
 
 
 def copy(src: np.ndarray, dst: np.ndarray, add: bool) -> None:
@@ -426,10 +425,21 @@ class CopyReference(InterpreterFunctions):
         grid point, row-major, an input's window holds its current block
         (fetched when the block changes), the body runs, and an output's
         window goes back to its block when the next step's block differs or
-        at the last step; an output window starts poisoned at each first
-        visit and persists while its block stays, so revisits accumulate."""
+        at the last step; an output window persists while its block stays,
+        so revisits accumulate. Each window has its slots, used in turn as
+        the block changes (Pallas' `BufferedRef` swaps its slot then): an
+        input's slot holds its block, poison past a cut one's edge; an
+        output's slot keeps what it held (poison at first use), and all of
+        it goes back, so rows the body did not write carry that. With
+        `no_pipelining` Pallas never advances a slot: each window is one."""
         specs: list[_PipelineSpec] = self.plan(op, lambda: _PipelineSpec.of(op))
-        windows = [poisoned(spec.window) for spec in specs]
+        single = op.no_pipelining is not None
+        slots = [
+            [poisoned(spec.window) for _ in range(1 if single else spec.buffers)]
+            for spec in specs
+        ]
+        changes = [0] * len(specs)
+        windows: list[np.ndarray] = [s[0] for s in slots]
         frame: list[Any] = [op, ()]
         self.loops.append(frame)
         points = list(itertools.product(*(range(n) for n in op.grid_shape)))
@@ -440,15 +450,20 @@ class CopyReference(InterpreterFunctions):
             for number, spec in enumerate(specs):
                 part = args[number][self.pipeline_block(op, spec, blocks[number][step])]
                 parts.append(part)
+                if spec.aliased:  # an operand in VMEM: its window is the block
+                    windows[number] = part.reshape(spec.window.get_shape())
+                    continue
                 if step and blocks[number][step] == blocks[number][step - 1]:
                     continue  # the block stays: so does its window
-                windows[number][...] = poisoned(spec.window)
-                if not spec.output:
+                windows[number] = slots[number][changes[number] % len(slots[number])]
+                changes[number] += 1
+                if spec.fetched:
+                    windows[number][...] = poisoned(spec.window)
                     windows[number][tuple(slice(0, n) for n in part.shape)] = part
             self.run_block(interpreter, op.body.block, (*windows, *point))
             for number, spec in enumerate(specs):
                 last = step + 1 == len(points)
-                if spec.output and (
+                if (spec.output and not spec.aliased) and (
                     last or blocks[number][step + 1] != blocks[number][step]
                 ):
                     part = parts[number]
@@ -574,15 +589,20 @@ class _WindowPlan:
 
 @dataclass(frozen=True)
 class _PipelineSpec:
-    """One operand of a pipeline, read once: direction, block, index map and
-    the window's type."""
+    """One operand of a pipeline, read once: direction, block, index map,
+    the window's type and its number of slots."""
 
     name: str
     output: bool
+    fetched: bool
+    """Its window holds its block at each first visit (`in`, `inout`)."""
+    aliased: bool
+    """It is in VMEM: its window is a view of it at the block."""
     blocks: tuple[tuple[str, int], ...]
     shape: tuple[int, ...]
     index_map: Any
     window: RefType
+    buffers: int
 
     @classmethod
     def of(cls, op: PipelineOp) -> list[Self]:
@@ -590,13 +610,16 @@ class _PipelineSpec:
             cls(
                 name=describe(ref),
                 output=output,
+                fetched=spec.input,
+                aliased=cast(RefType, ref.type).space_name == "vmem",
                 blocks=tuple((b.kind.data, b.size.data) for b in bref.block_dims),
                 shape=bref.get_shape(),
                 index_map=index_map.data,
                 window=cast(RefType, window.type),
+                buffers=bref.buffers.data,
             )
-            for (ref, output, bref, index_map), window in zip(
-                op.specs(), op.windows, strict=True
+            for (ref, output, bref, index_map), window, spec in zip(
+                op.specs(), op.windows, op.ref_specs.data, strict=True
             )
         ]
 

@@ -19,6 +19,12 @@ Prints, from one run:
 3. For N, what a user pays: `copyir.run(text)` as one call, and `copyir
    run` as a process (inputs zeros) against the call plus the start-up of
    the same command on a 2-step pipeline.
+4. Three inputs with 4, 2 and 3 buffers (a step-major prologue, fetches 3,
+   1 and 2 steps ahead) and an output with 2, over grid (N,), the body
+   y = a + b + c: check and execute against (c) the numpy loop of its
+   copies (each input block into its slot of a (4|2|3, 8, 128) buffer, the
+   sum into an output slot, the slot into y), each in processes of their
+   own. Target: within 3x of (c).
 
 Every time includes the garbage collector's (see measure.py).
 
@@ -57,11 +63,33 @@ def pipeline(steps: int) -> str:
 """
 
 
-def lowered(steps: int):
+INPUT_BUFFERS = {"a": 4, "b": 2, "c": 3}
+
+
+def three_inputs(steps: int) -> str:
+    """Section 4's pipeline, in the authoring syntax."""
+    array = f"f32[{8 * steps}, 128] @hbm"
+    params = ", ".join(f"{name}: {array}" for name in [*INPUT_BUFFERS, "y"])
+    specs = "\n".join(
+        f"      in  {name} block=(8, 128) index=(i) -> (i, 0) buffers={count}"
+        for name, count in INPUT_BUFFERS.items()
+    )
+    return f"""kernel three({params}) {{
+  pipeline grid=({steps},)
+{specs}
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (aw, bw, cw, yw) {{
+    yw[...] = aw + bw + cw
+  }}
+}}
+"""
+
+
+def lowered(steps: int, text=None):
     import copyir
 
     def lower():
-        program = copyir.lower(pipeline(steps), in_place=True)
+        program = copyir.lower(text or pipeline(steps), in_place=True)
         return program, copyir.to_stream(program)
 
     seconds, (program, stream) = timed(lower)
@@ -83,7 +111,43 @@ def run_figures(steps: int) -> dict:
     return {"check": check, "execute": execute, "peak": peak, "arrays": arrays}
 
 
+def three_figures(steps: int) -> dict:
+    """Section 4's check and execute at `steps`, in this process."""
+    from copyir.backends.interpreter import Executable
+
+    inputs = {name: fresh_input(8 * steps) for name in INPUT_BUFFERS}
+    _, _, stream = lowered(steps, three_inputs(steps))
+    check, program = timed(lambda: Executable(stream, set(inputs), "random", 0))
+    execute, out = timed(lambda: program.run(inputs))
+    a, b, c = inputs.values()
+    assert np.array_equal(out["y"], a + b + c)
+    return {"check": check, "execute": execute}
+
+
+def three_baseline(steps: int) -> float:
+    """(c): the numpy loop of section 4's copies and sums."""
+    inputs = {name: fresh_input(8 * steps) for name in INPUT_BUFFERS}
+
+    def loop():
+        y = np.empty_like(inputs["a"])
+        slots = {n: np.empty((k, 8, 128), np.float32) for n, k in INPUT_BUFFERS.items()}
+        out = np.empty((2, 8, 128), np.float32)
+        for i in range(steps):
+            rows = slice(8 * i, 8 * i + 8)
+            for name, count in INPUT_BUFFERS.items():
+                np.copyto(slots[name][i % count], inputs[name][rows])
+            a, b, c = (slots[n][i % k] for n, k in INPUT_BUFFERS.items())
+            np.add(a, b, out=out[i % 2])
+            np.add(out[i % 2], c, out=out[i % 2])
+            np.copyto(y[rows], out[i % 2])
+        return y
+
+    return timed(loop)[0]
+
+
 def baseline(kind: str, steps: int) -> float:
+    if kind == "c":
+        return three_baseline(steps)
     x = fresh_input(8 * steps)
     if kind == "a":
         return timed(lambda: np.copyto(np.empty_like(x), x))[0]
@@ -105,10 +169,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--small", type=int, default=2_000)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--three", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--baseline", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_figures(args.child)))
+        return
+    if args.three:
+        print(json.dumps(three_figures(args.three)))
         return
     if args.baseline:
         kind, steps = args.baseline
@@ -144,6 +212,15 @@ def main() -> None:
     versus = versus_command(pipeline(n), pipeline(2), zeros, suffix=".mlir")
     for line in versus.lines():
         print(f"   {line}")
+    three = in_subprocess(__file__, "--three", str(n))
+    c = in_subprocess(__file__, "--baseline", "c", str(n))["seconds"]
+    run = three["check"] + three["execute"]
+    print(f"4. Three inputs (4, 2 and 3 buffers), {n:,} steps ({4 * n:,} DMAs)")
+    print(
+        f"   check {three['check']:.2f} s + execute {three['execute']:.2f} s = "
+        f"{run:.2f} s; (c) the numpy loop {c:.2f} s: {run / c:.2f}x (c) "
+        "(target <= 3x)"
+    )
 
 
 if __name__ == "__main__":

@@ -392,7 +392,8 @@ class Keyed(Field):
 
 @dataclass(frozen=True)
 class Flag(Field):
-    """`add`, present or not: a start that adds into its destination."""
+    """A word present or not: `add` (a start that adds into its
+    destination), `stale` (an invalidation that keeps the bytes)."""
 
     name: str
 
@@ -624,7 +625,10 @@ START_FIELDS = (
     GUARD,
 )
 WAIT_FIELDS = (SEM, Keyed("bytes", affine=False), GUARD)
-INVALIDATE_FIELDS = (OWN, BOX, GUARD)
+INVALIDATE_FIELDS = (OWN, BOX, Flag("stale"), GUARD)
+"""`stale`: the box keeps its bytes (a pipeline's output window at a
+block's first visit): a computation may not read it before a write, a DMA
+copies it as it is (the write-back of a window the body wrote in part)."""
 COMPUTE_FIELDS = (OWN, BOX, COMPUTATION, GUARD)
 OPAQUE_FIELDS = (LABEL, ACCESS, OWN, BOX, GUARD)
 """One of the refs an opaque computation reads or writes: an opaque

@@ -204,9 +204,33 @@ REVISITED = (
     "Revisited block {block} of output {output} in iteration {iteration}. The "
     "block was previously visited in iterations {first} through {last} ."
 )
+OUTPUT_LOOKAHEAD = "Output buffering does not support lookahead."
+GRID_LOOKAHEAD = "Grid must be specified when using lookahead."
+NO_PARALLEL_DIMENSION = (
+    "Cannot partition over cores without parallel grid dimensions:"
+    " dimension_semantics={semantics}"
+)
+REVISIT_MODE = (
+    "emit_pipeline does not implement RevisitMode. A block may be"
+    " revisited once the previous write back has landed: it is awaited"
+    " out_buffer_count - 1 steps after the visit that wrote it, and an"
+    " input_output block is re-fetched in_buffer_count - 1 steps before"
+    " the revisit, so visits must be in_buffer_count +"
+    " out_buffer_count - 1 grid steps apart."
+)  # JAX 0.12, pipeline.py, _make_pipeline_allocations
 # copyir's own:
 MALFORMED_PIPELINE = "Malformed pipeline: {why}"
-PIPELINE_OPERAND_SPACE = "Pipeline operand {name} must be in hbm, got {type}"
+CORES_ON_KERNEL_GRID = (
+    "cores= partitions an emit_pipeline over cores; a kernel grid's parallel "
+    "dimensions are split across cores by the chip (drop kernel_grid or cores=)"
+)
+CORES_NOT_POSITIVE = "cores= must be at least 1, got {cores}"
+LOOKAHEAD_ONE_BUFFER = "Lookahead with 1 buffer is not supported yet"
+INOUT_BUFFERS = "An inout operand takes buffers [in, out]: two counts"
+INOUT_ON_KERNEL_GRID = (
+    "inout operands are emit_pipeline's (JAX 0.12's BufferedRef.input_output); "
+    "a kernel grid has inputs and outputs"
+)
 INDEX_MAP_RANK = (
     "The index map of {name}, {map}, must take the grid's {grid} indices to "
     "{rank} block indices"
@@ -274,6 +298,7 @@ DUPLICATE_OPTION = "Option {option} is given twice"
 NESTED_TOO_DEEP = "Input is nested too deeply (more than {limit} levels)"
 NOT_UTF8 = "Input is not UTF-8 text: {why}"
 INT_RANGE = "Integer {value} does not fit in 64 bits"
+INDEX_TOO_DEEP = "An index expression nests more than {limit} operations deep"
 DIVIDES_BY_ZERO = "An index expression divides by zero"
 TOO_DEEP = "Input is nested too deeply for the parser"
 DUPLICATE_PARAM = "Kernel parameter {name} is defined twice"
@@ -362,6 +387,18 @@ RUN_BYTES_IN_FLIGHT = "semaphore {sem} has {bytes} bytes in flight"
 RUN_PARTLY_WRITTEN = (
     "Output {name} is written only in part: {unwritten} of its {size} elements "
     "keep poison, the first at {first}"
+)
+RUN_UNWRITTEN_WINDOW = (
+    "DMA writes {region} from window memory the pipeline body did not write "
+    "(the first at {first}): as Pallas writes a whole window back, it holds "
+    "what the window's slot held before"
+)
+"""A warning: a pipeline's write-back copies stale window memory (a body
+that wrote its output window only in part)."""
+RUN_PADDING_OUTPUT = (
+    "Output {name} holds the padding of a cut block (the uninitialized "
+    "value past an array's edge): {count} of its {size} elements, the first "
+    "at {first}"
 )
 RUN_OPAQUE_OUTPUT = (
     'Output {name} holds poison that opaque computation "{what}" wrote: '

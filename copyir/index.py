@@ -57,6 +57,26 @@ def constant_out_of_range(exprs: Iterable[AffineExpr]) -> int | None:
     return None
 
 
+MAX_DEPTH = 100
+"""Operations an index expression may nest: deeper ones (no program writes
+them; a mutated one does) would exhaust Python's recursion in xDSL's
+hashing and printing."""
+
+
+def too_deep(exprs: Iterable[AffineExpr]) -> int | None:
+    """The depth of the first expression nested deeper than `MAX_DEPTH`,
+    measured without recursion; None when all are shallow enough."""
+    for expr in exprs:
+        stack = [(expr, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                return depth
+            if isinstance(node, AffineBinaryOpExpr):
+                stack += [(node.lhs, depth + 1), (node.rhs, depth + 1)]
+    return None
+
+
 def grid_points(trips: Sequence[int], flat: np.ndarray | None = None) -> np.ndarray:
     """(len(trips), points): the indices of points of a row-major grid (the
     last index fastest), at the flat positions `flat` (all of them by

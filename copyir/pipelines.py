@@ -1,13 +1,26 @@
 """What a pipeline's index maps do over its grid: Pallas' schedule as data.
 
-A pipeline walks its grid row-major, the last index fastest; the parallel
-dimensions (a prefix) are split across cores, so the schedule runs over the
-sequential dimensions once per point of the parallel ones. For each
-operand, a step's block is its index map at the step's grid point, and the
-block *changes* at a step when it differs from the previous step's (every
-operand changes at the first step). Pallas' slots are counters that
-advance when a block changes, so an operand's slot at a step is its
-number of changes so far, minus one, modulo its buffer count.
+A pipeline has one of two flavours. `emit_pipeline`'s (the default) walks
+its whole grid row-major, the last index fastest, as one schedule: it
+ignores `dimension_semantics`, and prefetches across a parallel dimension
+like any other, unless it is split over `cores`. Then, as Pallas'
+`_partition_grid` does, the first parallel dimension whose extent the core
+count divides is cut into equal contiguous shares, one per core; where none
+divides, the largest parallel dimension is cut unevenly, the first
+`extent % cores` cores taking one step more. Each core runs its own
+schedule over its share. The `pallas_call` grid's flavour (`kernel_grid`)
+runs one schedule per point of its parallel dimensions (a prefix), as the
+cores of a chip run them.
+
+Either way a schedule is a grid of its own: its dimension 0 is the core
+(with cores) or its parallel prefix, then the sequential dimensions, and
+`user` says which grid point of the pipeline each of its points is (a
+core's share starts at its offset). For each operand, a step's block is its
+index map at the step's grid point, and the block *changes* at a step when
+it differs from the previous step's (every operand changes at the first
+step). Pallas' slots are counters that advance when a block changes, so an
+operand's slot at a step is its number of changes so far, minus one,
+modulo its buffer count.
 
 copyir keeps the schedule as loops, so both must be affine in the grid
 indices: for the index maps Pallas users write (a block per grid point, or
@@ -17,10 +30,11 @@ innermost one it follows are all 0, and its count of changes is the
 row-major number of the sequential dimensions up to that one. `analyse`
 finds that dimension by evaluating the maps over the whole grid (numpy) and
 checks the closed forms against the enumeration; a map they do not
-describe is a clear error, never a wrong schedule. It also checks what
-Pallas does not: block indices inside the array's block grid, an output
-block revisited after another one (data lost), and an output block shared
-across a parallel dimension.
+describe is a clear error, never a wrong schedule. It also checks block
+indices inside the array's block grid, and for the kernel grid what
+Pallas' interpret mode checks there: an output block revisited after
+another one (data lost), and one shared across a parallel dimension.
+`emit_pipeline` checks no revisits: the run finds the races they make.
 """
 
 from __future__ import annotations
@@ -40,9 +54,11 @@ from xdsl.ir.affine import (
 from copyir import errors, limits
 from copyir.dialects.copy import (
     ELEMENT,
+    PARALLEL,
     SQUEEZED,
     BufferedRefType,
     PipelineOp,
+    RefType,
     describe,
 )
 from copyir.errors import CopyIRError, format_tuple
@@ -69,6 +85,25 @@ class PipelineOperand:
     trivial: bool
     """The block is the whole array: copied once before (an input) or
     after (an output) the pipeline."""
+    aliased: bool = False
+    """The operand is in VMEM already: its window is a view of it at the
+    block, never copied (Pallas' `BufferedRef.create` allocates no buffer
+    when the source's memory space is the window's)."""
+    counts: tuple[int, int] = (0, 0)
+    """(input, output) buffer counts: how far ahead it fetches, and how
+    many steps after a write-back starts it is awaited, plus one; 0 for a
+    direction it lacks (an `inout` has both)."""
+    lookahead: bool = False
+    """An input fetching `fetched - 1` blocks ahead, not steps (Pallas'
+    `fetch_with_lookahead`)."""
+
+    @property
+    def fetched(self) -> int:
+        return self.counts[0]
+
+    @property
+    def written(self) -> int:
+        return self.counts[1]
 
     @property
     def buffers(self) -> int:
@@ -78,9 +113,17 @@ class PipelineOperand:
 @dataclass(frozen=True)
 class Schedule:
     grid: tuple[int, ...]
+    """The extents of the schedule's dimensions."""
     parallel: int
-    """How many leading grid dimensions are parallel."""
+    """How many leading dimensions are parallel: the kernel grid's parallel
+    prefix, or the core (one schedule per point of them)."""
     operands: list[PipelineOperand]
+    """Their index maps take the schedule's dimensions."""
+    user: tuple[AffineExpr, ...]
+    """The pipeline's grid point, in the schedule's dimensions: the body's
+    grid indices."""
+    origin: int = 0
+    """The first core of this schedule, when it runs on some cores only."""
 
     @property
     def sequential(self) -> tuple[int, ...]:
@@ -132,6 +175,30 @@ class Schedule:
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
 
+    def stays(self, operand: PipelineOperand) -> int:
+        """The steps the operand's block stays put once it changed: the
+        extents of the sequential dimensions after the one it follows (all
+        of them when it follows none)."""
+        stays = 1
+        for d in self.sequential:
+            if operand.follows is None or d > operand.follows:
+                stays *= self.grid[d]
+        return stays
+
+    def fetch_distance(self, operand: PipelineOperand) -> int:
+        """How many steps ahead an input's fetches are: `fetched - 1`, or
+        with lookahead `fetched - 1` blocks, each staying `stays` steps.
+
+        Lookahead (`fetch_with_lookahead`) walks the grid from the last
+        fetched point and fetches each block that differs from the one
+        before it, until the fetches in flight or unread fill the buffers.
+        A block is unread until the step after its last one, so at the step
+        a block c changes to, the walk fetches block c + fetched - 1; the
+        blocks of a schedule change every `stays` steps, so that block's
+        first step is `(fetched - 1) * stays` steps later."""
+        ahead = operand.fetched - 1
+        return ahead * self.stays(operand) if operand.lookahead else ahead
+
     def counter_at_step(self, operand: PipelineOperand, offset: int) -> AffineExpr:
         """The counter at the point `offset` steps from the current one, in
         the simplest form: the step number divided by the steps the block
@@ -174,10 +241,20 @@ def conjunction(grid: int, constraints: list[AffineConstraintExpr]) -> AffineSet
     return AffineSet(grid, 0, tuple(constraints))
 
 
-def analyse(op: PipelineOp) -> Schedule:
-    """The pipeline's schedule, or its first problem as a `CopyIRError`."""
+@dataclass(frozen=True)
+class Plan:
+    """A pipeline's schedules: one, or with cores one per group of cores
+    that take shares of one size."""
+
+    schedules: list[Schedule]
+    cores: int | None
+    """With cores, their number: dimension 0 of every schedule, which runs
+    on cores `origin` to `origin + grid[0] - 1`."""
+
+
+def analyse(op: PipelineOp) -> Plan:
+    """The pipeline's schedules, or its first problem as a `CopyIRError`."""
     grid = op.grid_shape
-    parallel = len(op.parallel_dims)
     total = limits.iterations(grid)  # the grid is enumerated below: bounded first
     if total > limits.MAX_ITERATIONS:
         raise CopyIRError(
@@ -186,38 +263,115 @@ def analyse(op: PipelineOp) -> Schedule:
             )
         )
     points = grid_points(grid)
+    specs = list(zip(op.specs(), op.ref_specs.data, strict=True))
+    blocks = [_blocks(s[0][3].data, list(points)) for s in specs]
+    for ((ref, _, bref, _), _), found in zip(specs, blocks, strict=True):
+        _check_bounds(ref, bref, found, points)
+    identity = tuple(AffineExpr.dimension(d) for d in range(len(grid)))
+    if op.kernel_grid is not None:
+        parallel = len(op.parallel_dims)
+        inner = int(np.prod(grid[parallel:]))
+        first = np.arange(total) % inner == 0  # each schedule's first step
+        outputs = [(s, b) for (s, _), b in zip(specs, blocks, strict=True) if s[1]]
+        for number, ((ref, *_), found) in enumerate(outputs):
+            _check_parallel_revisit(ref, number, found, points, parallel)
+            _check_revisit(number, found, points, first)
+        return Plan([_schedule(specs, grid, parallel, identity)], None)
+    cores = op.core_count
+    if cores is None or cores == 1:
+        return Plan([_schedule(specs, grid, 0, identity)], None)
+    return Plan(
+        [
+            _schedule(specs, (count, *shares), 1, user, origin)
+            for origin, count, shares, user in partition(op, cores)
+        ],
+        cores,
+    )
+
+
+def partition(
+    op: PipelineOp, cores: int
+) -> list[tuple[int, int, tuple[int, ...], tuple[AffineExpr, ...]]]:
+    """Pallas' `_partition_grid`: per group of cores, its first core, its
+    number of cores, each one's share of the grid, and the grid point at a
+    point (core, share indices...) of it."""
+    grid = op.grid_shape
+    semantics = op.semantics_or_arbitrary()
+    parallel = [d for d, s in enumerate(semantics) if s == PARALLEL]
+    if not parallel:
+        shown = ", ".join(
+            f"<GridDimensionSemantics.{s.upper()}: '{s}'>" for s in semantics
+        )
+        shown += "," if len(semantics) == 1 else ""
+        raise CopyIRError(errors.NO_PARALLEL_DIMENSION.format(semantics=f"({shown})"))
+    divisible = [d for d in parallel if grid[d] % cores == 0]
+    dim = divisible[0] if divisible else max(parallel, key=lambda d: (grid[d], -d))
+    base, rest = divmod(grid[dim], cores)
+    core = AffineExpr.dimension(0)
+    groups = [(0, rest, base + 1, core * (base + 1))] if rest else []
+    if base:
+        groups.append((rest, cores - rest, base, core * base + rest))
+    found = []
+    for origin, count, share, offset in groups:
+        shares = tuple(share if d == dim else n for d, n in enumerate(grid))
+        user = tuple(
+            AffineExpr.dimension(d + 1) + (offset if d == dim else 0)
+            for d in range(len(grid))
+        )
+        found.append((origin, count, shares, user))
+    return found
+
+
+def _blocks(affine_map: AffineMap, dims: list[np.ndarray]) -> np.ndarray:
+    """(results, points): the map's block indices at every point."""
+    total = len(dims[0]) if dims else 1
+    if not affine_map.results:
+        return np.zeros((0, total), np.int64)
+    return np.stack(
+        [np.broadcast_to(evaluate(r, dims), (total,)) for r in affine_map.results]
+    )
+
+
+def _schedule(
+    specs, grid: tuple[int, ...], parallel: int, user: tuple[AffineExpr, ...], origin=0
+) -> Schedule:
+    """One schedule over `grid`, whose points are the pipeline's `user`."""
+    total = int(np.prod(grid))
+    points = grid_points(grid)
+    points[0] += origin if parallel else 0
     dims = list(points)
+    shown = np.stack([np.broadcast_to(evaluate(u, dims), (total,)) for u in user])
     inner = int(np.prod(grid[parallel:]))
     first = np.arange(total) % inner == 0  # each schedule's first step
     operands = []
     counts = {False: 0, True: 0}
-    for ref, output, bref, index_map in op.specs():
-        affine_map = index_map.data
-        blocks = (
-            np.stack(
-                [
-                    np.broadcast_to(evaluate(r, dims), (total,))
-                    for r in affine_map.results
-                ]
-            )
-            if affine_map.results
-            else np.zeros((0, total), np.int64)
+    for (ref, output, bref, index_map), spec in specs:
+        affine_map = index_map.data.replace_dims_and_symbols(
+            list(user), [], len(grid), 0
         )
-        _check_bounds(ref, bref, blocks, points)
-        blocks = blocks.astype(np.int64)  # inside the block grid: no wrapping
+        blocks = _blocks(affine_map, list(points)).astype(np.int64)
         number = counts[output]
         counts[output] += 1
-        if output:
-            _check_parallel_revisit(ref, number, blocks, points, parallel)
-            _check_revisit(number, blocks, points, first)
         changed = first.copy()
         changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
-        follows = _follows(ref, grid, parallel, points, changed, first)
+        follows = _follows(ref, grid, parallel, points, changed, shown)
         trivial = bref.is_trivial_windowing
+        aliased = isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
         operands.append(
-            PipelineOperand(ref, output, number, bref, affine_map, follows, trivial)
+            PipelineOperand(
+                ref,
+                output,
+                number,
+                bref,
+                affine_map,
+                follows,
+                trivial,
+                aliased,
+                spec.counts,
+                spec.looks_ahead,
+            )
         )
-    return Schedule(grid, parallel, operands)
+    return Schedule(grid, parallel, operands, user, origin)
 
 
 def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
@@ -303,9 +457,10 @@ def _check_parallel_revisit(ref, number: int, blocks, points, parallel: int) -> 
             )
 
 
-def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
+def _follows(ref, grid, parallel: int, points, changed, shown) -> int | None:
     """The innermost sequential dimension whose change moves the block, as
-    checked against the enumeration; a clear error when none describes it."""
+    checked against the enumeration; a clear error when none describes it,
+    naming the pipeline's grid points (`shown`)."""
     sequential = list(range(parallel, len(grid)))
     for follows in [None, *sequential]:
         after = (
@@ -321,7 +476,7 @@ def _follows(ref, grid, parallel: int, points, changed, first) -> int | None:
         errors.IRREGULAR_INDEX_MAP.format(
             name=describe(ref),
             why="it changes at iterations "
-            + ", ".join(format_tuple(points[:, s]) for s in steps)
+            + ", ".join(format_tuple(shown[:, s]) for s in steps)
             + ", ...",
         )
     )

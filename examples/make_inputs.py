@@ -42,7 +42,8 @@ def read_parameters(kernel: KernelOp) -> list[SSAValue]:
         elif isinstance(op, BufferedCopyOp) and op.copy_in:
             read.add(root(op.plain))
         elif isinstance(op, PipelineOp):
-            read.update(root(ref) for ref, output, _, _ in op.specs() if not output)
+            specs = zip(op.refs, op.ref_specs.data, strict=True)
+            read.update(root(ref) for ref, spec in specs if spec.input)
     return [p for p in kernel.params if p in read]
 
 

@@ -484,6 +484,8 @@ class _Lowering:
 
     def invalidate(self, op: InvalidateOp, context: _Context) -> Operation:
         properties = schema.OWN.make(self.end(op.ref, context)) | self.box(op.ref)
+        if op.stale is not None:
+            properties["stale"] = UnitAttr()
         return context.instruction(dma.InvalidateOp, properties, op)
 
     def compute(self, op: ComputeOp, context: _Context) -> Operation:

@@ -35,6 +35,7 @@ rest of the lowering turns into the stream.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import ChainMap
 from dataclasses import dataclass
 from typing import cast
@@ -65,8 +66,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.attributes import i64_array
 from copyir.dialects.copy import (
+    BLOCKED,
     DYNAMIC,
     PARALLEL,
+    SQUEEZED,
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
@@ -77,6 +80,7 @@ from copyir.dialects.copy import (
     SemaphoreArrayType,
     SemaphoreOp,
     SemIndexOp,
+    ViewOp,
     WhenOp,
     WindowOp,
     kernel_level,
@@ -203,8 +207,18 @@ class _WindowedOperand:
     semaphore per slot (None when its copies are synchronous)."""
 
     spec: PipelineOperand
-    bref: SSAValue
+    bref: SSAValue | None
+    """None for an operand in VMEM, whose windows are views of it."""
     sems: SSAValue | None
+    """Its fetches' semaphores, or an output's write-backs'."""
+    out_sems: SSAValue | None = None
+    """An `inout`'s write-backs' semaphores (None when they are
+    synchronous)."""
+
+    @property
+    def copied(self) -> bool:
+        """Its blocks are copied asynchronously by the schedule."""
+        return not self.spec.trivial and not self.spec.aliased
 
 
 def _static(schedule: Schedule, step: int) -> list[AffineExpr]:
@@ -235,40 +249,98 @@ class _Expansion:
         """The kernel's names: the window buffers and semaphores get fresh
         ones (two pipelines over one input, `in x` and `out x`, a scratch
         the user named `x_window`)."""
-        self.schedule = analyse(op)
+        self.plan = analyse(op)
+        self.schedule = self.plan.schedules[0]
+        """The schedule being expanded (with cores, one per group of them)."""
         self.location = op.location
 
     def run(self) -> None:
-        op, schedule = self.op, self.schedule
+        op = self.op
         top: list[Operation] = []
-        operands = [self.allocate(spec, top) for spec in schedule.operands]
-        pre = _GridBuilder(top, {}, self.location)
-        for operand in operands:
-            if operand.spec.trivial and not operand.spec.output:
-                pre.add(self.sync_copy(operand, [], 0, copy_in=True))
-        after: list[Operation] = []
-        post = _GridBuilder(after, {}, self.location)
-        for operand in operands:
-            if operand.spec.trivial and operand.spec.output:
-                post.add(self.sync_copy(operand, [], 0, copy_in=False))
-        body = self.schedules(operands)
+        operands = [self.allocate(spec, top) for spec in self.schedule.operands]
+        body: list[Operation] = []
+        build = _GridBuilder(body, {}, self.location)
+        if self.plan.cores is not None:
+            self.cores_loop(build, operands)
+        else:
+            self.expand_schedule(build, operands, self.schedule, last=True)
         rewriter = Rewriter()
         anchor = kernel_level(op)
         for new in top:
             rewriter.insert_op(new, InsertPoint.before(anchor))
-        for new in [*body, *after]:
+        for new in body:
             rewriter.insert_op(new, InsertPoint.before(op))
         op.detach()
         op.erase()
 
+    def expand_schedule(
+        self,
+        build: _GridBuilder,
+        windowed: list[_WindowedOperand],
+        schedule: Schedule,
+        last: bool,
+    ) -> None:
+        """One schedule with the synchronous copies of trivially windowed
+        operands around it (Pallas' `_sync_copy_in` and `_sync_copy_out`);
+        the body is moved into the `last` schedule and copied into others."""
+        self.schedule = schedule
+        operands = [
+            dataclasses.replace(w, spec=spec)
+            for w, spec in zip(windowed, schedule.operands, strict=True)
+        ]
+        synchronous = [o for o in operands if o.spec.trivial and not o.spec.aliased]
+        for operand in synchronous:
+            if not operand.spec.fetched:  # unwritten until the body writes it
+                build.add(InvalidateOp(self.window(build, operand, 0), stale=True))
+        for operand in synchronous:
+            if operand.spec.fetched:
+                build.add(self.sync_copy(operand, [], 0, copy_in=True))
+        self.schedules(build, operands, last)
+        for operand in synchronous:
+            if operand.spec.written:
+                build.add(self.sync_copy(operand, [], 0, copy_in=False))
+
+    def cores_loop(self, build: _GridBuilder, operands: list[_WindowedOperand]):
+        """A loop over the cores, marked parallel, each core running the
+        schedule of its group on its share of the grid."""
+        cores = cast(int, self.plan.cores)
+        block = Block(arg_types=[IndexType()])
+        set_name(block.args[0], "core")
+        loop = ForOp.create(
+            properties={
+                "lower": i64_array((0,)),
+                "upper": i64_array((cores,)),
+                "dimension_semantics": semantics_attr((PARALLEL,)),
+            },
+            regions=[Region(block)],
+            location=self.location,
+        )
+        build.add(loop)
+        inside = _GridBlockBuilder(block, {0: block.args[0]}, self.location)
+        schedules = self.plan.schedules
+        ge, core = AffineConstraintKind.ge, AffineExpr.dimension(0)
+        for k, schedule in enumerate(schedules):
+            first, end = schedule.origin, schedule.origin + schedule.grid[0]
+            group = [
+                AffineConstraintExpr(ge, core - first, AffineExpr.constant(0))
+            ] * bool(first)
+            if end < cores:
+                group.append(
+                    AffineConstraintExpr(
+                        ge, AffineExpr.constant(end - 1) - core, AffineExpr.constant(0)
+                    )
+                )
+            guard = inside.when(group)
+            self.expand_schedule(guard, operands, schedule, k == len(schedules) - 1)
+
     def allocate(self, spec: PipelineOperand, top: list[Operation]) -> _WindowedOperand:
+        if spec.aliased:
+            return _WindowedOperand(spec, None, None)
         buffers = (
             1 if (spec.trivial or self.op.no_pipelining is not None) else spec.buffers
         )
         bref_type = spec.bref
         if bref_type.buffers.data != buffers:
-            from copyir.dialects.copy import BufferedRefType
-
             bref_type = BufferedRefType(
                 bref_type.get_shape(),
                 bref_type.element_type,
@@ -280,15 +352,21 @@ class _Expansion:
         name = getattr(spec.ref, "name_hint", None) or "operand"
         self.names.name(bref.results[0], f"{name}_window")
         top.append(bref)
-        sems = None
-        if not spec.trivial and self.op.no_pipelining is None:
+        if spec.trivial or self.op.no_pipelining is not None:
+            return _WindowedOperand(spec, bref.results[0], None)
+
+        def semaphores(suffix: str) -> SSAValue:
             sem = SemaphoreOp.create(
                 result_types=[SemaphoreArrayType([buffers])], location=self.location
             )
-            self.names.name(sem.results[0], f"{name}_sems")
+            self.names.name(sem.results[0], f"{name}_{suffix}")
             top.append(sem)
-            sems = sem.results[0]
-        return _WindowedOperand(spec, bref.results[0], sems)
+            return sem.results[0]
+
+        both = spec.fetched and spec.written
+        sems = semaphores("in_sems" if both else "sems")
+        out_sems = semaphores("out_sems") if both and spec.written > 1 else None
+        return _WindowedOperand(spec, bref.results[0], sems, out_sems)
 
     # -- the copies
 
@@ -299,29 +377,34 @@ class _Expansion:
         point,
         action: str | None,
         offset: int | None = None,
+        *,
+        copy_in: bool,
     ):
         """A window copy of the operand's block at a grid point (`offset`
-        steps from the current one, when it is such a point): an
-        asynchronous start or wait on its slot's semaphore, or synchronous."""
-        spec = operand.spec
+        steps from the current one, when it is such a point), in or out:
+        an asynchronous start or wait on its slot's semaphore, or
+        synchronous."""
+        spec, bref = operand.spec, operand.bref
+        assert bref is not None  # an operand in VMEM is never copied
         schedule = self.schedule
         slot = build.value(self.slot(spec, point, offset))
         block = [build.value(e) for e in schedule.block(spec, point)]
         sem = None
         if action is not None:
-            assert operand.sems is not None  # asynchronous copies have them
+            sems = operand.sems if copy_in or not spec.fetched else operand.out_sems
+            assert sems is not None  # asynchronous copies have them
             static = [DYNAMIC if isinstance(slot, SSAValue) else slot]
             dynamic = [slot] if isinstance(slot, SSAValue) else []
             index = SemIndexOp.create(
-                operands=[operand.sems, *dynamic],
+                operands=[sems, *dynamic],
                 properties={"indices": i64_array(tuple(static))},
-                result_types=[sem_index_result_type(operand.sems.type, 1)],
+                result_types=[sem_index_result_type(sems.type, 1)],
             )
             sem = build.add(index).results[0]
         build.add(
             BufferedCopyOp(
-                operand.bref if spec.output else spec.ref,
-                spec.ref if spec.output else operand.bref,
+                spec.ref if copy_in else bref,
+                bref if copy_in else spec.ref,
                 block,
                 slot=slot,
                 action=action,
@@ -330,6 +413,7 @@ class _Expansion:
         )
 
     def sync_copy(self, operand: _WindowedOperand, block, slot, copy_in: bool):
+        assert operand.bref is not None  # an operand in VMEM is never copied
         ref = operand.spec.ref
         src, dst = (ref, operand.bref) if copy_in else (operand.bref, ref)
         return BufferedCopyOp(src, dst, block or None, slot=slot)
@@ -337,7 +421,7 @@ class _Expansion:
     def slot(
         self, spec: PipelineOperand, point, offset: int | None = None
     ) -> AffineExpr:
-        if spec.trivial or self.op.no_pipelining is not None:
+        if spec.trivial or self.op.no_pipelining is not None or spec.buffers == 1:
             return AffineExpr.constant(0)
         if offset is not None:
             return self.schedule.counter_at_step(spec, offset) % spec.buffers
@@ -345,13 +429,14 @@ class _Expansion:
 
     # -- the schedule
 
-    def schedules(self, operands: list[_WindowedOperand]) -> list[Operation]:
+    def schedules(
+        self, build: _GridBuilder, operands: list[_WindowedOperand], last: bool
+    ) -> None:
         """The parallel loop (if any) around one schedule per point."""
         schedule = self.schedule
-        ops: list[Operation] = []
-        if not schedule.parallel:
-            self.one_schedule(_GridBuilder(ops, {}, self.location), operands)
-            return ops
+        if not schedule.parallel or self.plan.cores is not None:
+            self.one_schedule(build, operands, last)
+            return
         block = Block(arg_types=[IndexType()] * schedule.parallel)
         for d, arg in enumerate(block.args):
             set_name(arg, self.op.index_name(d))
@@ -365,34 +450,61 @@ class _Expansion:
             regions=[Region(block)],
             location=self.location,
         )
-        ops.append(loop)
+        build.add(loop)
         grid = {d: block.args[d] for d in range(schedule.parallel)}
-        self.one_schedule(_GridBlockBuilder(block, grid, self.location), operands)
-        return ops
+        self.one_schedule(_GridBlockBuilder(block, grid, self.location), operands, last)
 
     def one_schedule(
-        self, build: _GridBuilder, operands: list[_WindowedOperand]
+        self, build: _GridBuilder, operands: list[_WindowedOperand], last: bool
     ) -> None:
-        schedule = self.schedule
         pipelined = self.op.no_pipelining is None
-        active = [o for o in operands if not o.spec.trivial]
+        active = [o for o in operands if o.copied]
         if pipelined:
-            for operand in active:
+            self.prologue(build, active)
+        step_build, grid_point = self.grid_loop(build)
+        self.step(step_build, operands, grid_point, last)
+        if pipelined:
+            self.epilogue(build, [o for o in active if o.spec.written])
+
+    def prologue(self, build: _GridBuilder, active: list[_WindowedOperand]) -> None:
+        """Each input's fetches of the steps before its first in-loop fetch,
+        step-major: every input's step 0 block, then step 1's, ... (Pallas'
+        `initialize_step`, called per step over all operands)."""
+        schedule = self.schedule
+        inputs = [o for o in active if o.spec.fetched]
+        ahead = max((o.spec.fetched - 1 for o in inputs), default=0)
+        for step in range(min(ahead, schedule.steps)):
+            for operand in inputs:
                 spec = operand.spec
-                if spec.output or spec.buffers < 2:
+                if step >= spec.fetched - 1:
                     continue
-                for step in range(min(spec.buffers - 1, schedule.steps)):
-                    point = _static(schedule, step)
-                    if _statically_holds(schedule.changes(spec, point)):
-                        self.copy(build, operand, point, "start")
-        loop_body = self.grid_loop(build)
-        step_build, grid_point = loop_body
-        self.step(step_build, operands, grid_point)
-        if pipelined:
-            last = _static(schedule, schedule.steps - 1)
-            for operand in active:
-                if operand.spec.output and operand.spec.buffers == 2:
-                    self.copy(build, operand, last, "wait")
+                # With lookahead, the prologue's k-th fetch is the k-th block.
+                at = step * schedule.stays(spec) if spec.lookahead else step
+                if at >= schedule.steps:
+                    continue
+                point = _static(schedule, at)
+                if _statically_holds(schedule.changes(spec, point)):
+                    self.copy(build, operand, point, "start", copy_in=True)
+
+    def epilogue(self, build: _GridBuilder, outputs: list[_WindowedOperand]) -> None:
+        """The write-backs still in flight after the last step, the oldest
+        first, each lag over all outputs (Pallas' `finalize_step`): an
+        output waits each copy `out_buffer_count - 1` steps after it
+        starts."""
+        schedule = self.schedule
+        steps = schedule.steps
+        lags = max((o.spec.written - 1 for o in outputs), default=0)
+        for lag in range(lags - 1, -1, -1):
+            if lag >= steps:
+                continue
+            point = _static(schedule, steps - 1 - lag)
+            later = _static(schedule, steps - lag)
+            for operand in outputs:
+                if lag >= operand.spec.written - 1:
+                    continue
+                if lag and not _statically_holds(schedule.changes(operand.spec, later)):
+                    continue
+                self.copy(build, operand, point, "wait", copy_in=False)
 
     def grid_loop(self, build: _GridBuilder):
         """The loop over the sequential dimensions; its builder and the
@@ -404,7 +516,7 @@ class _Expansion:
             return build, point
         block = Block(arg_types=[IndexType()] * len(sequential))
         for arg, d in zip(block.args, sequential, strict=True):
-            set_name(arg, self.op.index_name(d))
+            set_name(arg, self.index_name(d))
         properties: dict[str, Attribute] = {
             "lower": i64_array((0,) * len(sequential)),
             "upper": i64_array(tuple(schedule.grid[d] for d in sequential)),
@@ -418,27 +530,33 @@ class _Expansion:
         }
         return _GridBlockBuilder(block, grid, self.location), point
 
+    def index_name(self, d: int) -> str:
+        """A schedule dimension's loop index name: the grid index's, whose
+        dimension it is (with cores, dimension 0 is the core)."""
+        return self.op.index_name(d - 1 if self.plan.cores is not None else d)
+
     def step(
-        self, build: _GridBuilder, operands: list[_WindowedOperand], point
+        self, build: _GridBuilder, operands: list[_WindowedOperand], point, last: bool
     ) -> None:
         schedule = self.schedule
         steps = schedule.steps
         linear = schedule.linear()
         ge = AffineConstraintKind.ge
         pipelined = self.op.no_pipelining is None
-        active = [o for o in operands if not o.spec.trivial]
-        inputs = [o for o in active if not o.spec.output]
-        outputs = [o for o in active if o.spec.output]
+        active = [o for o in operands if o.copied]
+        inputs = [o for o in active if o.spec.fetched]
+        outputs = [o for o in active if o.spec.written]
         if pipelined:
             for operand in inputs:  # phase 1: prefetch
                 spec = operand.spec
-                ahead = spec.buffers - 1
+                ahead = schedule.fetch_distance(spec)
                 if ahead == 0:
                     self.copy(
                         build.when(schedule.changes(spec, point)),
                         operand,
                         point,
                         "start",
+                        copy_in=True,
                     )
                     continue
                 later = schedule.at_step(ahead)
@@ -447,38 +565,29 @@ class _Expansion:
                     AffineExpr.constant(steps - 1 - ahead) - linear,
                     AffineExpr.constant(0),
                 )
-                guarded = build.when([*schedule.changes(spec, later), inside])
-                self.copy(guarded, operand, later, "start", ahead)
+                changes = schedule.changes(spec, point if spec.lookahead else later)
+                guarded = build.when([*changes, inside])
+                self.copy(guarded, operand, later, "start", ahead, copy_in=True)
             for operand in inputs:  # phase 2: wait the current block
                 guarded = build.when(schedule.changes(operand.spec, point))
-                self.copy(guarded, operand, point, "wait")
+                self.copy(guarded, operand, point, "wait", copy_in=True)
         else:
             for operand in inputs:
                 block = [build.value(e) for e in schedule.block(operand.spec, point)]
                 build.add(self.sync_copy(operand, block, 0, copy_in=True))
         windows: dict[int, SSAValue] = {}  # by position: `in x` and `out x`
         for position, operand in enumerate(operands):
+            if operand.bref is None:
+                windows[position] = self.view(build, operand.spec, point)
+                continue
             slot = build.value(self.slot(operand.spec, point))
-            static = (
-                {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
-            )
-            window = WindowOp.create(
-                operands=[
-                    operand.bref,
-                    *([slot] if isinstance(slot, SSAValue) else []),
-                ],
-                properties=static,
-                result_types=[
-                    WindowOp.slot_type(cast(BufferedRefType, operand.bref.type))
-                ],
-            )
-            windows[position] = build.add(window).results[0]
+            windows[position] = self.window(build, operand, slot)
         for position, operand in enumerate(operands):
-            if operand.spec.trivial or not operand.spec.output:
-                continue  # a block's first visit: unwritten until written
+            if not operand.copied or operand.spec.fetched:
+                continue  # an output block's first visit: unwritten until written
             guarded = build.when(schedule.changes(operand.spec, point))
-            guarded.add(InvalidateOp.create(operands=[windows[position]]))
-        self.inline_body(build, windows)
+            guarded.add(InvalidateOp(windows[position], stale=True))
+        self.inline_body(build, windows, last)
         if not pipelined:
             for operand in outputs:
                 block = [build.value(e) for e in schedule.block(operand.spec, point)]
@@ -489,21 +598,56 @@ class _Expansion:
             spec = operand.spec
             later = schedule.at_step(1)
             changes = schedule.changes(spec, later)
-            last = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
-            guard = self.either(build, changes, last, steps, linear)
-            if spec.buffers == 1:
+            final = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
+            guard = self.either(build, changes, final, steps, linear)
+            if spec.written == 1:
+                slot = guard.value(self.slot(spec, point))
                 block = [guard.value(e) for e in schedule.block(spec, point)]
-                guard.add(self.sync_copy(operand, block, 0, copy_in=False))
+                guard.add(self.sync_copy(operand, block, slot, copy_in=False))
             else:
-                self.copy(guard, operand, point, "start")
-        for operand in outputs:  # phase 5: wait the previous write-back
+                self.copy(guard, operand, point, "start", copy_in=False)
+        for operand in outputs:  # phase 5: wait the write-back `lag` steps back
             spec = operand.spec
-            if spec.buffers != 2:
+            lag = spec.written - 1
+            if lag < 1:
                 continue
-            earlier = schedule.at_step(-1)
-            first = AffineConstraintExpr(ge, linear - 1, AffineExpr.constant(0))
-            guarded = build.when([*schedule.changes(spec, point), first])
-            self.copy(guarded, operand, earlier, "wait", -1)
+            changed = schedule.changes(spec, schedule.at_step(1 - lag))
+            far = AffineConstraintExpr(ge, linear - lag, AffineExpr.constant(0))
+            guarded = build.when([*changed, far])
+            earlier = schedule.at_step(-lag)
+            self.copy(guarded, operand, earlier, "wait", -lag, copy_in=False)
+
+    def window(
+        self, build: _GridBuilder, operand: _WindowedOperand, slot: IntOrIndex
+    ) -> SSAValue:
+        """Slot `slot` of the operand's window buffer, as a ref."""
+        bref = cast(SSAValue, operand.bref)
+        static = {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
+        window = WindowOp.create(
+            operands=[bref, *([slot] if isinstance(slot, SSAValue) else [])],
+            properties=static,
+            result_types=[WindowOp.slot_type(cast(BufferedRefType, bref.type))],
+        )
+        return build.add(window).results[0]
+
+    def view(self, build: _GridBuilder, spec: PipelineOperand, point) -> SSAValue:
+        """The window of an operand in VMEM: a view of it at the block
+        (Pallas' `bind_existing_ref` with `compute_slice`)."""
+        if spec.trivial:
+            return spec.ref
+        subscripts: list[tuple[int, int, bool]] = []
+        dynamic: list[SSAValue] = []
+        for dim, index in zip(
+            spec.bref.block_dims, self.schedule.block(spec, point), strict=True
+        ):
+            kind, size = dim.kind.data, dim.size.data
+            start = build.value(index * size if kind == BLOCKED else index)
+            if isinstance(start, SSAValue):
+                dynamic.append(start)
+                start = DYNAMIC
+            squeezed = kind == SQUEEZED
+            subscripts.append((start, 1 if squeezed else size, squeezed))
+        return build.add(ViewOp(spec.ref, subscripts, dynamic=dynamic)).results[0]
 
     @staticmethod
     def either(build: _GridBuilder, changes, last, steps: int, linear) -> _GridBuilder:
@@ -515,16 +659,36 @@ class _Expansion:
         )
         return build.when(changes and [*changes, before_last], [last])
 
-    def inline_body(self, build: _GridBuilder, windows) -> None:
-        """Move the pipeline's body into the step, its windows and grid
-        indices replaced by the step's (the moved ops keep their locations)."""
+    def inline_body(self, build: _GridBuilder, windows, last: bool) -> None:
+        """Move the pipeline's body into the step (copy it, unless this is
+        the `last` schedule), its windows and grid indices replaced by the
+        step's (the moved ops keep their locations)."""
+        mapping: dict[SSAValue, SSAValue] = {}
         for position, arg in enumerate(self.op.windows):
-            arg.replace_all_uses_with(windows[position])
+            mapping[arg] = windows[position]
         for d, arg in enumerate(self.op.indices):
-            arg.replace_all_uses_with(build.grid[d])
+            value = build.value(self.schedule.user[d])
+            if isinstance(value, int):
+                value = build.add(_constant_index(value)).results[0]
+            mapping[arg] = value
+        if not last:
+            for child in self.op.body.block.ops:
+                build.append(child.clone(value_mapper=dict(mapping)))
+            return
+        for arg, value in mapping.items():
+            arg.replace_all_uses_with(value)
         for child in list(self.op.body.block.ops):
             child.detach()
             build.append(child)
+
+
+def _constant_index(value: int) -> Operation:
+    """A constant grid index (a dimension of extent 1 split over cores)."""
+    return IndexOp.create(
+        operands=[],
+        properties={"map": AffineMapAttr(AffineMap.constant_map(value))},
+        result_types=[IndexType()],
+    )
 
 
 @dataclass(frozen=True)
@@ -535,7 +699,8 @@ class ExpandPipelinesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names: dict[Operation, FreshNames] = {}
-        for pipeline in [o for o in op.walk() if isinstance(o, PipelineOp)]:
+        inner_first = op.walk(region_first=True)  # nested ones before their outer
+        for pipeline in [o for o in inner_first if isinstance(o, PipelineOp)]:
             kernel = kernel_level(pipeline).parent_op()
             assert kernel is not None  # the kernel_level op is in a kernel
             if kernel not in names:

@@ -17,8 +17,11 @@ trivial windowing the whole ref is copied to or from the slot. A cut block
 copied in leaves the rest of its slot as padding, which a body may read
 (an elementwise body computes on whole windows, and the padding of its
 result is never written back): the copy marks the padding written, with
-poison (NaN, or all ones for integers), as Pallas' interpret mode pads
-uninitialised memory with NaN.
+poison (`copyir.machine.poison`: NaN, the dtype's maximum for integers,
+True for bool), as Pallas' interpret mode pads a `pallas_call` input to
+whole blocks with its uninitialized value
+(`interpret_utils.pad_to_block_dimension`). The poison is an opaque
+computation's, named `PADDING`, so a run reports an output it reaches.
 
 Block indices and the slot may be index values inside loops. Shapes stay
 static: where a block's size depends on its index (the ragged last block
@@ -62,7 +65,6 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from copyir.compute import Literal
 from copyir.dialects.copy import (
     DYNAMIC,
     ELEMENT,
@@ -71,9 +73,9 @@ from copyir.dialects.copy import (
     BufferedCopyOp,
     BufferedRefOp,
     BufferedRefType,
-    ComputeOp,
     DmaOp,
     IndexOp,
+    OpaqueOp,
     SemaphoreOp,
     SemaphoreType,
     Subscript,
@@ -87,8 +89,8 @@ from copyir.dialects.copy import (
     set_name,
     view_result_type,
 )
-from copyir.dtypes import DType
 from copyir.locations import with_detail
+from copyir.machine import PADDING
 
 Start = int | SSAValue
 """A block index, a slot or a view start: static, or an index value."""
@@ -290,12 +292,10 @@ class ExpandBufferedCopy(_WindowPattern):
         return ops
 
     def padding(self, op, type: BufferedRefType, slot, case, location) -> list:
-        """Poison written to the part of the slot a cut block leaves: one
-        slab per cut dimension (the dimensions before it cut, those after
-        it whole)."""
-        literal = poison_literal(type.window_type.dtype)
-        if literal is None:
-            return []
+        """Poison written to the part of the slot a cut block leaves, by an
+        opaque computation named `PADDING` (so that the run follows where
+        it goes, and warns where it reaches an output): one slab per cut
+        dimension (the dimensions before it cut, those after it whole)."""
         kept = [
             (block.size.data, size)
             for block, size in zip(type.block_dims, case.sizes, strict=True)
@@ -314,22 +314,10 @@ class ExpandBufferedCopy(_WindowPattern):
                 else:
                     window.append((0, whole, False))
             slab = _view(self.windows[op.bref], window, location)
-            padding = ComputeOp(slab.results[0], Literal(literal), [])
+            padding = OpaqueOp(PADDING, [], [slab.results[0]])
             padding.location = location
             ops += [slab, padding]
         return ops
-
-
-def poison_literal(dtype: DType) -> str | None:
-    """A computation's literal for padding: NaN, or all ones for integers
-    (None for bool, which has no poison value to write)."""
-    if dtype.name.startswith(("f", "bf")):
-        return "nan"
-    if dtype.name.startswith("i"):
-        return "-1"
-    if dtype.name.startswith("u"):
-        return str((1 << (8 * dtype.itemsize)) - 1)
-    return None
 
 
 def _detail(indices: Sequence[Start], slot: Start) -> str:

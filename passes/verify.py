@@ -310,21 +310,29 @@ def scope_instructions(op: ScopeOp) -> int:
 def _pipeline_instructions(op: PipelineOp) -> int:
     """A pipeline's copies, waits and invalidations, at most: per operand
     and step, an invalidation and two window copies (a start and a wait,
-    or a synchronous copy); per schedule (a point of the parallel
-    dimensions), the prologue's fetches and the epilogue's waits, or the
-    copies of a trivially windowed operand."""
+    or a synchronous copy); per schedule (a point of a kernel grid's
+    parallel dimensions, or a core), the prologue's fetches and the
+    epilogue's waits, or the copies of a trivially windowed operand; none
+    for an operand in VMEM, which the pipeline views."""
     from copyir.passes.expand_windows import instruction_count
 
     grid = op.grid_shape
     steps = limits.iterations(grid)
-    schedules = limits.iterations(grid[: len(op.parallel_dims)])
+    if op.kernel_grid is not None:
+        schedules = limits.iterations(grid[: len(op.parallel_dims)])
+    else:
+        schedules = op.core_count or 1
     count = 0
-    for _, _, bref, index_map in op.specs():
+    for (ref, _, bref, index_map), spec in zip(
+        op.specs(), op.ref_specs.data, strict=True
+    ):
+        if isinstance(ref.type, RefType) and ref.type.space_name == "vmem":
+            continue  # viewed at each block, never copied
         block = [
             r.value if isinstance(r, AffineConstantExpr) else r
             for r in index_map.data.results
         ]
-        copy = instruction_count(bref, block, 1, True)
+        copy = instruction_count(bref, block, 1, True) * (1 + spec.input * spec.output)
         count += steps * (1 + 2 * copy) + schedules * (bref.buffers.data * copy + 2)
     return count
 

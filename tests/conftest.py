@@ -34,9 +34,13 @@ PIPELINE_EXAMPLES = frozenset(
     {
         "pipeline_copy.cpy",
         "pipeline_element.cpy",
+        "pipeline_half.cpy",
+        "pipeline_inout.cpy",
+        "pipeline_nested.cpy",
         "pipeline_parallel.cpy",
         "pipeline_scale.cpy",
         "pipeline_sum.cpy",
+        "pipeline_three_inputs.cpy",
     }
 )
 """The examples with a `pipeline`, each with its numpy result in

@@ -134,7 +134,8 @@ class LoopProgram:
 
     def expected(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The final value of each output numpy can say directly (those no
-        computation writes), unwritten parts poisoned (every byte 0xFF)."""
+        computation writes), unwritten parts poisoned (Pallas' interpret mode's values: NaN,
+        the integer maximum, True)."""
         return {name: expect(inputs) for name, expect in self.expectations}
 
     def random_inputs(self, seed: int) -> dict[str, np.ndarray]:
@@ -202,8 +203,11 @@ class Builder:
 
     def poison(self, shape: tuple[int, ...]) -> np.ndarray:
         numpy = BY_NAME[self.dtype].numpy
-        count = int(np.prod(shape)) * numpy.itemsize
-        return np.full(count, 0xFF, np.uint8).view(numpy).reshape(shape)
+        if numpy == np.bool_:
+            return np.full(shape, True)
+        if np.issubdtype(numpy, np.integer):
+            return np.full(shape, np.iinfo(numpy).max, numpy)
+        return np.full(shape, np.nan, numpy)
 
     def alloc(self, shape: tuple[int, ...], space: str = "vmem") -> Ref:
         ref = Ref(self.fresh("buf"), shape, space)

@@ -23,7 +23,7 @@ parameters (`inputs`). `trace` prints a stream's events as a schedule.
 """
 
 from copyir.dtypes import DTYPES
-from copyir.machine import MODES, POISON
+from copyir.machine import MODES, poison
 from copyir.stream import Buffer, Origin
 
 from .completion import (
@@ -44,7 +44,6 @@ __all__ = [
     "DTYPES",
     "MODELS",
     "MODES",
-    "POISON",
     "Buffer",
     "CompletionModel",
     "Eager",
@@ -61,6 +60,7 @@ __all__ = [
     "completion_model",
     "dma_events",
     "fill_inputs",
+    "poison",
     "prepare",
     "run_stream",
     "trace_lines",

@@ -11,11 +11,11 @@ run time.
 Each run gets fresh memory, one array per buffer (sized to what the
 program allocates): the arrays a run returns are its own, never changed by
 a later run. An input parameter the program never writes
-is read in place (read-only) instead of being copied. Bytes nobody ever
-writes hold poison: every byte 0xFF, which is NaN in every float type, -1
-in signed integers, the maximum in unsigned ones and True in bool; an
-opaque computation writes the same poison (`poison.py` reports an output
-left holding it).
+is read in place (read-only) instead of being copied. Elements nobody
+ever writes hold poison (`copyir.machine.poison`: Pallas' interpret mode's
+uninitialized values, NaN in floats, the maximum in integers, True in
+bool); an opaque computation writes the same poison (`poison.py` reports
+an output left holding it).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from copyir import errors
 from copyir.compute import Operand, compile_expression
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRWarning, InvocationError
-from copyir.machine import POISON
+from copyir.machine import PADDING, poison
 from copyir.stream import COMPUTE, OPAQUE, Stream
 from copyir.tables import small_groups
 from copyir.validate import ResolvedEnds, Validated
@@ -75,6 +75,7 @@ class Executable:
             prepare(stream, self.provided).check()
         program = prepare(stream, self.provided, order)
         verdict = program.check(claims=not order)
+        program.warn_stale(verdict)
         self.verdict = verdict
         self.trace = program.trace
         self.schedule = model.schedule(program.protocol)
@@ -147,7 +148,8 @@ class Executable:
     def _warn_opaque_outputs(self) -> None:
         """An output left holding an opaque computation's poison is no
         data: a warning at the opaque computation, as for an output left
-        partly unwritten (see `poison.py`)."""
+        partly unwritten (see `poison.py`); the padding of a cut block
+        (`PADDING`) is worded as such."""
         found = opaque_outputs(
             self.stream, self._steps, self._operands, self._arities, self._stacks
         )
@@ -159,19 +161,18 @@ class Executable:
             label = self.stream.labels[
                 int(self.stream.instructions["label"][each.row]) - 1
             ]
-            warnings.warn(
-                CopyIRWarning(
-                    errors.RUN_OPAQUE_OUTPUT.format(
-                        name=buffer.name,
-                        what=label,
-                        count=each.count,
-                        size=int(np.prod(buffer.shape, dtype=np.int64)),
-                        first=f"{buffer.name}[{index}]",
-                    ),
-                    origin.loc,
-                ),
-                stacklevel=3,
+            words = {
+                "name": buffer.name,
+                "count": each.count,
+                "size": int(np.prod(buffer.shape, dtype=np.int64)),
+                "first": f"{buffer.name}[{index}]",
+            }
+            message = (
+                errors.RUN_PADDING_OUTPUT.format(**words)
+                if label == PADDING
+                else errors.RUN_OPAQUE_OUTPUT.format(what=label, **words)
             )
+            warnings.warn(CopyIRWarning(message, origin.loc), stacklevel=3)
 
     # -- the copies
 
@@ -385,11 +386,11 @@ class Executable:
         for i, buffer in enumerate(self.stream.buffers):
             if i in self._aliased:
                 continue
-            data = arena(buffer.space, buffer.nbytes)
-            views[i] = data.view(BY_NAME[buffer.dtype].numpy).reshape(buffer.shape)
-            item = BY_NAME[buffer.dtype].itemsize
+            dtype = BY_NAME[buffer.dtype].numpy
+            flat = arena(buffer.space, buffer.nbytes).view(dtype)
+            views[i] = flat.reshape(buffer.shape)
             for lo, hi in self._poison.get(i, ()):
-                data[lo * item : hi * item] = POISON
+                flat[lo:hi] = poison(dtype)
         return views
 
     def buffer(self, name: str) -> np.ndarray:
@@ -427,9 +428,9 @@ class Executable:
                     copyto(stacks[c][d], functions[a](args))
 
 
-_POISONS = [np.full(d.itemsize, POISON, np.uint8).view(d.numpy) for d in DTYPES]
-"""Per dtype code, the element every byte of which is poison (copied as
-is: a NaN keeps its bits)."""
+_POISONS = [poison(d.numpy) for d in DTYPES]
+"""Per dtype code, its poison element (copied as is: a NaN keeps its
+bits)."""
 
 
 def _run_length(shape: tuple, strides: tuple) -> int:

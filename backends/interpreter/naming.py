@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from copyir.errors import CopyIRError, Note
+from copyir.errors import CopyIRError, CopyIRWarning, Note
 from copyir.expand import Trace
 from copyir.stream import Origin, Stream
 
@@ -27,6 +27,11 @@ class Namer:
         self, event: int, message: str, notes: tuple[Note, ...] = ()
     ) -> CopyIRError:
         return self.trace.fail(self.stream, event, message, notes)
+
+    def warning(self, event: int, message: str) -> CopyIRWarning:
+        """A warning at an event, worded and located as `fail`'s error."""
+        error = self.fail(event, message)
+        return CopyIRWarning(str(error), error.loc)
 
     def site(self, event: int) -> Note:
         return Note("", self.origin(event).loc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,13 @@ class Program:
 
         return self.protocol.decide(broken if levels else None)
 
+    def warn_stale(self, verdict: protocol.Verdict) -> None:
+        """The one warning for a DMA that copies stale window memory (a
+        pipeline body that wrote its output window in part), if any."""
+        if verdict.stale is not None:
+            warning = self.protocol.stale_warning(verdict.stale)
+            warnings.warn(warning, stacklevel=3)
+
 
 def prepare(
     stream: Stream,
@@ -79,8 +87,9 @@ def prepare(
     op = table["op"][trace.row].astype(np.int64)
     events = protocol.Events(op, trace.sem, table["bytes"][trace.row].astype(np.int64))
     add = table["add"][trace.row[validated.src.events]].astype(bool)
-    writes = table["writes"][trace.row[validated.dst.events]].astype(bool)
-    ends = _protocol_ends(validated, op, add, writes)
+    own = trace.row[validated.dst.events]
+    writes = table["writes"][own].astype(bool)
+    ends = _protocol_ends(validated, op, add, writes, table["stale"][own])
     layout = validated.layout
     memory = protocol.Memory(
         layout.shapes,
@@ -103,18 +112,26 @@ def check_stream(
     as unwritten); scratch starts unwritten."""
     if provided is None:
         provided = frozenset(b.name for b in stream.buffers if b.param)
-    return prepare(stream, frozenset(provided)).check()
+    program = prepare(stream, frozenset(provided))
+    verdict = program.check()
+    program.warn_stale(verdict)
+    return verdict
 
 
 def _protocol_ends(
-    validated: Validated, op: np.ndarray, add: np.ndarray, writes: np.ndarray
+    validated: Validated,
+    op: np.ndarray,
+    add: np.ndarray,
+    writes: np.ndarray,
+    stale: np.ndarray,
 ):
     """The protocol's rows, filled in place (no part tables): two per DMA,
     its source then its destination (read too when the DMA adds); then
     each computation's operands (read), the boxes opaque computations read,
     the computations' destinations and the boxes opaque computations write
     (written), and the invalidations' boxes (made unwritten), all instant.
-    `writes` says, per destination, whether an opaque one is written."""
+    `writes` says, per destination, whether an opaque one is written, and
+    `stale` whether an invalidation's is stale."""
     src, dst = validated.src, validated.dst
     count = len(src.events)
     pieces: list[tuple[ResolvedEnds, slice | np.ndarray, bool, bool]] = [
@@ -138,6 +155,7 @@ def _protocol_ends(
         instant=np.zeros(total, bool),
         invalidate=np.zeros(total, bool),
         shape_kind=np.empty(total, np.int64),
+        stale=np.zeros(total, bool),
     )
     buffers = len(validated.layout.buffers)
 
@@ -163,6 +181,9 @@ def _protocol_ends(
         put(rows, access, at, access is dst)
         ends.write[rows], ends.read[rows] = write, not write
         ends.instant[rows], ends.invalidate[rows] = True, invalidate
+        if invalidate:
+            assert ends.stale is not None  # made above
+            ends.stale[rows] = stale[at]
         first += size
     return ends
 

@@ -58,7 +58,8 @@ def trace_lines(stream: Stream) -> list[str]:
             access = "writes" if table["writes"][row] else "reads"
             text = f"opaque {StringAttr(what)} {access} {box(dst, dst_at[event])}"
         elif op == INVALIDATE:
-            text = f"invalidate {box(dst, dst_at[event])}"
+            stale = " stale" if table["stale"][row] else ""
+            text = f"invalidate {box(dst, dst_at[event])}{stale}"
         elif op == RELEASE:
             text = f"release {box(dst, dst_at[event])}"
         else:

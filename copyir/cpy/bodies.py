@@ -4,7 +4,13 @@ and a pipeline's header (its options, window specs and index maps)."""
 from __future__ import annotations
 
 from lark import Token, Tree
-from xdsl.dialects.builtin import AffineMapAttr, AffineSetAttr, ArrayAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
+    IntAttr,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -23,6 +29,7 @@ from copyir.cpy.options import OptionReader
 from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
     IN,
+    INOUT,
     OUT,
     SEMANTICS,
     SQUEEZED,
@@ -31,6 +38,7 @@ from copyir.dialects.copy import (
     ForOp,
     PipelineOp,
     PipelineSpecAttr,
+    RefType,
     ScopeOp,
     WhenOp,
     describe,
@@ -144,7 +152,13 @@ class BodyBuilder(OptionReader):
         names_tree, _, body = items[-3:]
         specs = [i for i in items[:-3] if i.data in _SPECS]
         options = [i for i in items[:-3] if i.data not in _SPECS]
-        properties = self.pipeline_options(token, options)
+        looks_ahead = any(
+            str(children(item)[0]) == "lookahead"
+            for spec in specs
+            for item in children(spec)
+            if isinstance(item, Tree)
+        )
+        properties = self.pipeline_options(token, options, looks_ahead)
         rank = len(properties["grid"].get_values())
         refs, parts = [], []
         for spec in specs:
@@ -162,10 +176,7 @@ class BodyBuilder(OptionReader):
                 ),
             )
         types = [ref.type for ref in refs]
-        try:  # a window of more dimensions than a ref may have
-            windows = PipelineOp.window_types(types, [s.block for s in specs])
-        except CopyIRError as err:
-            raise err.at(self.loc(token)) from None
+        windows = PipelineOp.window_types(types, [s.block for s in specs])
         block = Block(arg_types=[*windows, *[INDEX] * rank])
         self.emit(PipelineOp, refs, (), properties, [Region(block)])
         outer = self.open_scope("pipeline", token, block)
@@ -176,12 +187,16 @@ class BodyBuilder(OptionReader):
         self.statements(body)
         self.close_scope(outer)
 
-    def pipeline_options(self, token: Token, options: list[Tree]) -> dict:
-        """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)` (the
-        verifier wants the parallel ones a prefix), `no_pipelining`: the
-        op's properties."""
+    def pipeline_options(
+        self, token: Token, options: list[Tree], looks_ahead: bool = False
+    ) -> dict:
+        """`grid=(8, 3)`, `dimension_semantics=(parallel, arbitrary)`,
+        `kernel_grid` (the verifier wants its parallel dimensions a prefix),
+        `cores=2` (emit_pipeline's), `no_pipelining`: the op's properties."""
         values = self.options(options, "pipeline", _PIPELINE_OPTIONS)
         grid = values.get("grid")
+        if grid is None and looks_ahead:
+            raise self.error(token, errors.GRID_LOOKAHEAD)
         if grid is None:
             raise self.error(
                 token,
@@ -196,6 +211,10 @@ class BodyBuilder(OptionReader):
             properties["dimension_semantics"] = semantics_attr(semantics)
         if "no_pipelining" in values:
             properties["no_pipelining"] = UnitAttr()
+        if "kernel_grid" in values:
+            properties["kernel_grid"] = UnitAttr()
+        if "cores" in values:
+            properties["cores"] = IntAttr(values["cores"])
         return properties
 
     def check_semantics(
@@ -221,12 +240,19 @@ class BodyBuilder(OptionReader):
     def pipeline_spec(self, spec: Tree, rank: int) -> tuple:
         """`in x block=(...) index=(i, j) -> (...) buffers=3`: the ref, its
         direction, block dims, index map and buffer count."""
-        output = spec.data == "out_spec"
+        direction = _DIRECTIONS[spec.data]
+        output = direction != IN
         parts = children(spec)
         name, *items = parts[1:] if output else parts
         ref = self.lookup(name)
-        label = f"{'out' if output else 'in'} {name}"
-        values = self.options(items, label, _SPEC_OPTIONS)
+        label = f"{direction} {name}"
+        known = _INOUT_OPTIONS if direction == INOUT else _SPEC_OPTIONS
+        values = self.options(items, label, known)
+        if output and "revisit" in values:
+            raise self.error(_option_token(items, "revisit"), errors.REVISIT_MODE)
+        if output and "lookahead" in values:
+            at = _option_token(items, "lookahead")
+            raise self.error(at, errors.OUTPUT_LOOKAHEAD)
         for required in ("block", "index"):
             if required not in values:
                 raise self.error(
@@ -237,14 +263,24 @@ class BodyBuilder(OptionReader):
                 )
         self.check_window(ref, values["block"], name)
         index_map = self.index_map(values["index"], rank, str(name))
-        direction = OUT if output else IN
-        return ref, direction, values["block"], index_map, values.get("buffers", 2)
+        block = values["block"]
+        if direction != INOUT:
+            buffers = values.get("buffers", 2)
+            lookahead = "lookahead" in values
+            return ref, direction, block, index_map, buffers, 0, lookahead
+        counts = values.get("buffers", [2, 1])
+        if len(counts) != 2:
+            raise self.error(_option_token(items, "buffers"), errors.INOUT_BUFFERS)
+        return ref, direction, block, index_map, *counts
 
     def check_window(self, ref: SSAValue, block: list, at: Token) -> None:
         """A block size below 1 makes no window (no ref has an empty
-        dimension), so the IR cannot hold it: the verifier's message for
-        that block, here."""
-        if all(b.kind.data == SQUEEZED or b.size.data >= 1 for b in block):
+        dimension), nor does a block of another rank than its ref's (past
+        the limit of dimensions), so the IR cannot hold them: the
+        verifier's message for that block, here."""
+        rank = len(ref.type.get_shape()) if isinstance(ref.type, RefType) else 0
+        sizes = all(b.kind.data == SQUEEZED or b.size.data >= 1 for b in block)
+        if sizes and len(block) == rank:
             return
         try:
             type = expect_ref("pipeline", "operand", ref)
@@ -326,13 +362,30 @@ class BodyBuilder(OptionReader):
         self.close_scope(outer)
 
 
-_SPECS = frozenset(("in_spec", "out_spec"))
+_SPECS = frozenset(("in_spec", "out_spec", "inout_spec"))
 _PIPELINE_OPTIONS = {
     "grid": "grid",
     "dimension_semantics": "names",
     "no_pipelining": "flag",
+    "kernel_grid": "flag",
+    "cores": "int",
 }
-_SPEC_OPTIONS = {"block": "block", "index": "map", "buffers": "int"}
+_SPEC_OPTIONS = {
+    "block": "block",
+    "index": "map",
+    "buffers": "int",
+    "revisit": "names",
+    "lookahead": "flag",
+}
+
+
+def _option_token(items: list[Tree], name: str) -> Token:
+    """The name token of a spec's option `name` (given)."""
+    return next(children(i)[0] for i in items if str(children(i)[0]) == name)
+
+
+_INOUT_OPTIONS = _SPEC_OPTIONS | {"buffers": "counts"}
+_DIRECTIONS = {"in_spec": IN, "out_spec": OUT, "inout_spec": INOUT}
 
 
 def _calls(tree: Tree):

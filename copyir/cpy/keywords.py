@@ -20,7 +20,11 @@ STATEMENT_WORDS = (
 VALUE_WORDS = ("alloc", "semaphore", "buffered_ref", "async_copy", "window")
 """The words that start the right-hand side of `name = ...`."""
 GRAMMAR_WORDS = frozenset(
-    (*STATEMENT_WORDS, *VALUE_WORDS, "kernel", "in", "out", "and", "or", "not", "loc")
+    (
+        *STATEMENT_WORDS,
+        *VALUE_WORDS,
+        *("kernel", "in", "out", "inout", "and", "or", "not", "loc", "stale"),
+    )
 )
 """Every word the grammar spells: with the statements' and values' words, a
 kernel's, a loop's and a pipeline's headers, conditions and locations."""
@@ -33,10 +37,11 @@ dimension."""
 AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 """The augmented assignment of each operation a computation may apply to
 its destination (`acc += x` adds x to acc)."""
-NAME_WORDS = frozenset(("out",))
+NAME_WORDS = frozenset(("out", "inout", "stale"))
 """Words of the grammar that may name a value: lark's contextual lexer reads
-`out` as a keyword only where a pipeline's spec may start, where no value's
-name stands (examples name their output `out`)."""
+`out` and `inout` as keywords only where a pipeline's spec may start, and
+`stale` only after an invalidation's ref, where no value's name stands
+(examples name their output `out`)."""
 KEYWORDS = (GRAMMAR_WORDS - NAME_WORDS) | {*FLOAT_WORDS, *BLOCK_WORDS}
 """Words the parser reads as something other than a value's name somewhere:
 no value is printed with one as its name (it gets a fresh name instead),

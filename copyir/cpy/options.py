@@ -74,13 +74,15 @@ class OptionReader(OperandBuilder):
                 return str(strip_parens(value).children[0])
             if kind in ("block", "dims") and value.data == "parens":
                 value = Tree("tuple_value", [strip_parens(value)])
-            elif kind == "dims" and int_literal(value) is not None:
+            elif kind in ("dims", "counts") and int_literal(value) is not None:
                 value = Tree("tuple_value", [value])
         if value is not None and value.data == "tuple_value":
             items = [item for item in value.children if item is not None]
             if kind == "block":
                 return [self.block_dim(name, stmt, item) for item in items]
-            if kind == "dims" and all(int_literal(i) is not None for i in items):
+            if kind in ("dims", "counts") and all(
+                int_literal(i) is not None for i in items
+            ):
                 return [  # every literal given
                     self.integer(cast(str, int_literal(i)), first_token(i))
                     for i in items
@@ -95,6 +97,7 @@ class OptionReader(OperandBuilder):
             "name": "takes a name",
             "block": "takes a block shape such as (128, 128)",
             "dims": "takes dimensions such as (0, 1)",
+            "counts": "takes buffer counts (in, out) such as (2, 1)",
             "grid": "takes a grid such as (8, 3)",
             "names": "takes dimension semantics such as (parallel, arbitrary)",
             "map": "takes an index map such as (i, j) -> (i, j)",

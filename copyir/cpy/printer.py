@@ -34,7 +34,8 @@ from copyir.compute import Apply, Operand
 from copyir.cpy.keywords import AUGMENTED, KEYWORDS
 from copyir.dialects.copy import (
     DYNAMIC,
-    OUT,
+    IN,
+    INOUT,
     AllocOp,
     AsyncCopyOp,
     AsyncDmaOp,
@@ -395,7 +396,8 @@ class _KernelPrinter:
             slot = self.index(op.slot_value)
             return f"{self.names[op.result]} = window {self.operand(op.bref)}[{slot}]"
         if isinstance(op, InvalidateOp):
-            return f"invalidate {self.operand(op.ref)}"
+            stale = " stale" if op.stale is not None else ""
+            return f"invalidate {self.operand(op.ref)}{stale}"
         if isinstance(op, OpaqueOp):
             reads, writes = (
                 ", ".join(self.operand(v) for v in side)
@@ -439,10 +441,13 @@ class _KernelPrinter:
             )
             return
         grid = op.grid_shape
-        head = f"pipeline grid={format_tuple(grid)}"
+        head = "pipeline" + " kernel_grid" * (op.kernel_grid is not None)
+        head += f" grid={format_tuple(grid)}"
         if op.dimension_semantics is not None:
             semantics = (s.data for s in op.dimension_semantics.data)
             head += f" dimension_semantics={format_tuple(semantics)}"
+        if op.cores is not None:
+            head += f" cores={op.cores.data}"
         if op.no_pipelining is not None:
             head += " no_pipelining"
         lines.append(pad + head)
@@ -454,9 +459,10 @@ class _KernelPrinter:
             else [default_index_name(k) for k in range(len(grid))]
         )
         specs = _pipeline_specs(op)
-        outputs = any(direction == OUT for _, direction, *_ in specs)
-        for ref, direction, block, index_map, buffers in specs:
-            word = "out " if direction == OUT else "in  " if outputs else "in "
+        wide = {direction for _, direction, *_ in specs} - {IN}
+        width = max((len(d) for d in wide), default=2)
+        for ref, direction, block, index_map, buffers, looks_ahead in specs:
+            word = f"{direction:<{width}} " if wide else "in "
             dims = format_tuple(b.describe() for b in block.data)
             results = index_map.data.results
             lambda_text = (
@@ -464,7 +470,11 @@ class _KernelPrinter:
                 f"({', '.join(format_expr(e, params) for e in results)})"
             )
             spec = f"{word}{self.names[ref]} block={dims} index={lambda_text}"
-            spec += f" buffers={buffers}" * (buffers != 2)
+            if direction == INOUT:
+                spec += f" buffers={format_tuple(buffers)}" * (buffers != (2, 1))
+            else:
+                spec += f" buffers={buffers[0]}" * (buffers[0] != 2)
+            spec += " lookahead" * looks_ahead
             lines.append(f"{pad}    {spec}")
         names = self.arg_names(op.windows + (indices if named else ()))
         lines.append(f"{pad}    ({', '.join(names)}){self.loc(op.location)} {{")
@@ -599,9 +609,17 @@ def _inline_inputs(owner: Operation) -> list[SSAValue]:
 
 
 def _pipeline_specs(op: PipelineOp) -> list[tuple]:
-    """Per operand: ref, direction, block dims, index map, buffer count."""
+    """Per operand: ref, direction, block dims, index map, buffer counts
+    (an `inout`'s two, another's one), lookahead."""
     return [
-        (ref, s.direction.data, s.block, s.index_map, s.buffers.data)
+        (
+            ref,
+            s.direction.data,
+            s.block,
+            s.index_map,
+            s.counts if s.direction.data == INOUT else (s.buffers.data,),
+            s.looks_ahead,
+        )
         for ref, s in zip(op.refs, op.ref_specs.data, strict=True)
     ]
 
@@ -618,7 +636,7 @@ def _pipeline_problem(op: PipelineOp) -> str | None:
     semantics = op.dimension_semantics
     if semantics is not None and len(semantics) != rank:
         return "its dimension semantics are not one per grid dimension"
-    for _, _, _, index_map, _ in specs:
+    for _, _, _, index_map, _, _ in specs:
         affine_map = index_map.data
         if affine_map.num_dims != rank or affine_map.num_symbols:
             return f"its index map {affine_map} does not take the grid's {rank} indices"

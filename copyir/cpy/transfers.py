@@ -8,6 +8,7 @@ from typing import cast
 
 from lark import Token, Tree
 from lark.tree import Branch
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import SSAValue
 
 from copyir import errors, pytree
@@ -130,9 +131,10 @@ class TransferBuilder(OptionReader):
         ]
 
     def invalidate(self, tree: Tree) -> None:
-        """`invalidate w`: the ref's memory is unwritten again."""
-        _, target, _ = children(tree)
-        self.emit(InvalidateOp, [self.operand(target)], ())
+        """`invalidate w` (`stale`): the ref's memory is unwritten again."""
+        _, target, stale, _ = children(tree)
+        properties = {"stale": UnitAttr()} if stale is not None else {}
+        self.emit(InvalidateOp, [self.operand(target)], properties=properties)
 
     def method_call(self, tree: Tree) -> None:
         """`c.start(add, priority=1)`, `c.wait()`: the method is the action,

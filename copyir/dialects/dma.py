@@ -208,7 +208,9 @@ class InvalidateOp(InstructionOp):
     """Mark a box unwritten again: `dma.invalidate "vmem" 0 [128, 1] f32 [8, 128]`.
 
     Reading it before anything writes it again is a read of memory nobody
-    wrote, as for fresh scratch.
+    wrote, as for fresh scratch. A `stale` one (a pipeline's output window
+    at a block's first visit) keeps the bytes, and a DMA may copy them on,
+    as Pallas writes a whole window back: a warning names where they land.
     """
 
     name = "dma.invalidate"

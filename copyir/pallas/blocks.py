@@ -30,15 +30,15 @@ def block_spec(importer: Walker, mapping, output: bool, rank: int) -> PipelineSp
     else:
         index_map = AffineMap(1, 0, tuple(AffineConstantExpr(0) for _ in block))
     mode = getattr(mapping, "pipeline_mode", None)
-    if mode is not None and getattr(mode, "use_lookahead", False):
-        raise unsupported("`pl.Buffered(use_lookahead=True)`", importer.loc())
+    lookahead = mode is not None and bool(getattr(mode, "use_lookahead", False))
     buffers = mode.buffer_count if mode is not None else 2
     if not isinstance(buffers, int):  # JAX 0.12's (in, out) pair
         raise unsupported(
             "`pl.Buffered` with separate input and output buffer counts",
             importer.loc(),
         )
-    return PipelineSpecAttr(OUT if output else IN, block, index_map, buffers)
+    direction = OUT if output else IN
+    return PipelineSpecAttr(direction, block, index_map, buffers, 0, lookahead)
 
 
 class _NoMemory:

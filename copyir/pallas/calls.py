@@ -58,9 +58,6 @@ class ImportedKernel:
     grid_copies: bool = False
     """Whether operands are copied in blocks by the grid (`BlockSpec`s in
     VMEM): Pallas' interpret mode copies those without DMA events."""
-    pipelines: bool = False
-    """Whether the kernel has a pipeline of its own (an `emit_pipeline`),
-    besides the grid's."""
     order: dict[int, np.ndarray] = field(default_factory=dict)
     """Of a run: the order its parallel loops' iterations ran in, by loop
     number (`validate_stream`'s `order`); empty: program order."""
@@ -205,6 +202,7 @@ def import_call(
                 specs,
                 [*window_names, *index_names],
                 dimension_semantics=semantics if grid else None,
+                kernel_grid=True,
             )
         )
         body = pipe.regions[0].block
@@ -230,7 +228,6 @@ def import_call(
 
     operands = [params_list[k][0] for k in range(len(operand_avals))]
     outputs = [params_list[p][0] for p in output_params]
-    pipelines = sum(isinstance(op, PipelineOp) for op in kernel.walk())
     imported = ImportedKernel(
         ModuleOp([kernel]),
         name,
@@ -238,7 +235,6 @@ def import_call(
         outputs,
         operands,
         grid_copies=bool(pipelined),
-        pipelines=pipelines > bool(pipelined),
     )
     return imported if values is None else imported.called_on(values)
 

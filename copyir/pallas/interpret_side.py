@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
+from jax._src import config as jax_config
 from jax._src import source_info_util
 from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 from jax._src.pallas.mosaic.interpret import utils as interpret_utils
@@ -112,6 +113,14 @@ def canonical(events: Iterable[Event]) -> list[Event]:
     return renamed
 
 
+def _pipelines_traced() -> contextlib.AbstractContextManager:
+    """`emit_pipeline` traced into its loops, not kept as one equation:
+    interpret mode of JAX 0.12 fails on a nested pipeline's equation
+    (`Triggering __jax_array__() during abstractification`), and the traced
+    form is the same `_emit_pipeline` schedule."""
+    return jax_config.use_emit_pipeline_primitive(False)
+
+
 def run_interpret(
     f: Callable[..., Any], args: Sequence[Any], *, mode: str, timeout: float = 10.0
 ) -> InterpretRun:
@@ -136,7 +145,7 @@ def run_interpret(
         pltpu.reset_tpu_interpret_mode_state()
         with _recording(recording), _quiet(printed):
             try:
-                with forced(params):
+                with forced(params), _pipelines_traced():
                     result = f(*args)
                 outputs = [np.asarray(leaf) for leaf in jax.tree.leaves(result)]
             except Exception as e:

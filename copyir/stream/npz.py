@@ -21,9 +21,10 @@ from copyir.errors import CopyIRError, Loc
 from copyir.stream.model import Buffer, CountedLoop, Origin, SemaphoreName, Stream
 
 FORMAT = "copyir-dma"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """3: instruction columns laid out by `copyir.dma_schema`; 4: opaque
-computations (columns `label` and `writes`, the header's `labels`)."""
+computations (columns `label` and `writes`, the header's `labels`); 5:
+stale invalidations (column `stale`)."""
 
 
 def save_npz(stream: Stream, file) -> None:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import copyir
 from copyir import errors
 from copyir.cli import main
+from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError, CopyIRWarning
 from copyir.expectations import expectations
 
@@ -23,10 +24,15 @@ RUN_ERRORS = sorted((EXAMPLES / "invalid" / "run").glob("*.*"))
 PARTLY_WRITTEN = {
     "element_squeezed.cpy": errors.RUN_PARTLY_WRITTEN.format(
         name="y", unwritten=384, size=512, first="y[0, 0]"
+    ),
+    "pipeline_half.cpy": errors.RUN_UNWRITTEN_WINDOW.format(
+        region="y[0:8, 0:128]", first="y[4, 0]"
     )
+    + ", at block (i, 0) slot i % 2, at i = 0",
 }
-"""The examples that leave an output partly written, on purpose, and the
-warning that says so (every other example runs without one)."""
+"""The examples that leave an output partly written, or write a pipeline
+window back that the body wrote in part, on purpose, and the warning that
+says so (every other example runs without one)."""
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -201,10 +207,26 @@ def test_unwritten_memory_is_poisoned():
     assert [str(w.message) for w in caught] == [
         errors.RUN_PARTLY_WRITTEN.format(name="y", unwritten=2, size=4, first="y[2]")
     ]
-    assert list(out["y"][:2]) == [1, 2] and np.isnan(out["y"][2:]).all()
-    assert list(out["n"]) == [-1, -1, -1]
+    assert list(out["y"][:2]) == [1, 2]
+    assert out["y"][2:].view(np.uint32).tolist() == [0x7FC00000] * 2
+    assert list(out["n"]) == [2**31 - 1] * 3
     assert list(out["u"]) == [255, 255]
-    assert out["b"].view(np.uint8)[0] == 0xFF
+    assert out["b"].view(np.uint8)[0] == 1
+
+
+@pytest.mark.parametrize("dtype", [d.name for d in DTYPES])
+def test_poison_is_pallas_interpret_modes_uninitialized_value(dtype):
+    """Memory nobody wrote holds, bit for bit, what Pallas' TPU interpret
+    mode fills it with: `get_uninitialized_value(dtype, "nan")` of
+    `jax._src.pallas.mosaic.interpret.utils`, put in an array of the dtype
+    by numpy as `interpret_pallas_call._get_with_padding` does."""
+    utils = pytest.importorskip("jax._src.pallas.mosaic.interpret.utils")
+    numpy = BY_NAME[dtype].numpy
+    theirs = np.full(3, utils.get_uninitialized_value(numpy, "nan"), numpy)
+    text = f"kernel k(x: {dtype}[1], y: {dtype}[4]) {{\n  sync_copy x -> y[0:1]\n}}\n"
+    with pytest.warns(CopyIRWarning):
+        out = copyir.run(copyir.parse(text), {"x": np.zeros(1, numpy)})
+    assert out["y"][1:].tobytes() == theirs.tobytes()
 
 
 def test_input_errors_name_the_parameter():

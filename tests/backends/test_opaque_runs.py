@@ -24,7 +24,8 @@ from copyir.stream import (
 )
 
 X = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
-POISON_F32 = np.full((8, 128), 0xFFFFFFFF, np.uint32).view(np.float32)
+POISON_F32 = np.full((8, 128), np.nan, np.float32)
+"""Pallas' interpret mode's uninitialized f32 value (bits 0x7FC00000)."""
 
 
 def program(body: str, params: str = "x: f32[8, 128], y: f32[8, 128]") -> str:

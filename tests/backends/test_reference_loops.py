@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import EXAMPLES, LOOP_EXAMPLES, ROOT
-from copyir.backends.reference import POISON, run_reference
+from copyir.backends.reference import run_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loop_programs import FRAGMENTS, LoopProgram, loop_programs
@@ -53,8 +53,11 @@ def run(text: str, **inputs: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def poison(shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
-    count = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    return np.full(count, POISON, np.uint8).view(dtype).reshape(shape)
+    """Pallas' interpret mode's uninitialized value: NaN, or the integer
+    maximum."""
+    if np.issubdtype(dtype, np.integer):
+        return np.full(shape, np.iinfo(dtype).max, dtype)
+    return np.full(shape, np.nan, dtype)
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:

@@ -25,7 +25,7 @@ from copyir.backends.interpreter import MODES, fill_inputs
 import copyir
 from copyir.dtypes import BY_NAME, DTYPES
 from copyir.errors import CopyIRError
-from copyir.stream import COMPUTE, SPACES, START, WAIT, Stream
+from copyir.stream import COMPUTE, OPAQUE, SPACES, START, WAIT, Stream
 
 EXAMPLE_NAMES = [
     "manual",
@@ -109,6 +109,8 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
                 for operand in stream.computes[int(entry["compute"]) - 1].operands
             ]
             ends.append(end_problem(stream, entry, "dst"))
+        elif entry["op"] == OPAQUE:  # one box, read or written
+            ends = [end_problem(stream, entry, "dst")]
         else:
             ends = [end_problem(stream, entry, end) for end in ("src", "dst")]
         for problem in ends:
@@ -139,8 +141,10 @@ def oracle(stream: Stream, provided: set[str]) -> str | None:
                     in_flight.remove(dma)
                     written[dma[3]][dma[4]] = True
             continue
-        if entry["op"] == COMPUTE:  # at once: reads its operands, writes
+        if entry["op"] in (COMPUTE, OPAQUE):  # at once: reads operands, writes
             *operands, (dst_space, dst) = ends_of[row]
+            if entry["op"] == OPAQUE and not entry["writes"]:  # its box is read
+                operands, (dst_space, dst) = [(dst_space, dst)], (dst_space, dst[:0])
             for space, addresses in [*operands, (dst_space, dst)]:
                 for dma in in_flight:  # nothing in flight may touch them
                     if (dma[3] == space and np.intersect1d(dma[4], addresses).size) or (

@@ -52,8 +52,8 @@ def test_the_examples_agree_in_both_modes(example):
 
 def test_a_schedule_is_compared_event_for_event():
     """Two kernels' events agree only up to renaming of buffers and
-    semaphores; a reordered wait is a schedule difference, known only in a
-    kernel with an `emit_pipeline` of its own (issue 19's schedule)."""
+    semaphores; a reordered wait is a schedule difference, never known
+    (emit_pipeline's schedule is copyir's since issue 19)."""
     comparison = compare(double_buffer.main, modes=["eager"])
     ours, theirs = comparison.runs["eager"]
     assert ours.events[0][0] == "start" and ours.events[0][1][0] == "hbm0"
@@ -61,15 +61,12 @@ def test_a_schedule_is_compared_event_for_event():
     assert compare_module._differences(evidence) == []
     swapped = [*ours.events]
     swapped[1], swapped[2] = swapped[2], swapped[1]
-    for pipelines, known in [(False, None), (True, "pipeline-order")]:
-        moved = compare_module.CopyIRRun(
-            "ok", ours.outputs, swapped, "", pipelines=pipelines
-        )
-        (difference,) = compare_module._differences(
-            compare_module.Evidence("eager", moved, theirs)
-        )
-        assert difference.kind == "schedule"
-        assert (difference.known and difference.known.name) == known
+    moved = compare_module.CopyIRRun("ok", ours.outputs, swapped, "")
+    (difference,) = compare_module._differences(
+        compare_module.Evidence("eager", moved, theirs)
+    )
+    assert difference.kind == "schedule"
+    assert difference.known is None
 
 
 def accumulate_kernel(x, y, buf, sem):
@@ -411,3 +408,256 @@ def test_a_clipped_start_agrees_with_interpret_mode(clip):
     assert comparison.status == "agrees", comparison.report()
     ours, theirs = comparison.runs["on_wait"]
     assert len(ours.events) == 16 and ours.events == theirs.events
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    ["float32", "bfloat16", "float16", "int32", "int16", "int8", "uint8", "bool"],
+)
+def test_memory_nobody_wrote_holds_interpret_modes_uninitialized_value(dtype):
+    """An output written only in half keeps, in its other half, what
+    interpret mode fills unwritten memory with (`interpret/utils.py`,
+    `get_uninitialized_value(dtype, "nan")`: NaN, the integer maximum,
+    True): the same bits on both sides (compare itself calls any two NaNs
+    equal), and copyir's warning."""
+    x = jnp.ones((16, 128), dtype)
+
+    def kernel(x, y):
+        pltpu.sync_copy(x.at[0:8], y.at[0:8])
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[ANY],
+        out_specs=ANY,
+    )
+    comparison = compare(lambda: call(x))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == [
+            "Output y is written only in part: 1024 of its 2048 elements keep "
+            "poison, the first at y[8, 0]"
+        ]
+
+
+def half_written_grid(full_until: int, dtype=jnp.float32):
+    """A grid kernel over (4,) blocks of (8, 128) whose body writes its
+    whole output block at blocks up to `full_until`, then only rows 0:4."""
+    x = jnp.arange(32 * 128, dtype=dtype).reshape(32, 128)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+    def kernel(x_ref, y_ref):
+        @pl.when(pl.program_id(0) <= full_until)
+        def _():
+            y_ref[...] = x_ref[...]
+
+        y_ref[0:4, :] = x_ref[0:4, :] * 2
+
+    call = pl.pallas_call(
+        kernel,
+        grid=(4,),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    return lambda: call(x)
+
+
+UNWRITTEN_WINDOW = (
+    "DMA writes y_ref_hbm[0:8, 0:128] from window memory the pipeline body did "
+    "not write (the first at y_ref_hbm[4, 0]): as Pallas writes a whole window "
+    "back, it holds what the window's slot held before, at block (i, 0) slot "
+    "i % 2, at i = 0"
+)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_grid_body_writing_half_its_output_block(dtype):
+    """Never written, the other half carries interpret mode's uninitialized
+    value on both sides (`get_uninitialized_array` in
+    `interpret_pallas_call`'s output buffer), bit for bit; copyir warns
+    once, at the first write-back."""
+    comparison = compare(half_written_grid(-1, jnp.dtype(dtype)))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == [UNWRITTEN_WINDOW]
+        unwritten = ours.outputs[0].reshape(4, 8, 128)[:, 4:]
+        assert unwritten.tobytes() == np.full_like(unwritten, _poison(dtype)).tobytes()
+
+
+def _poison(dtype: str):
+    return np.iinfo(dtype).max if dtype.startswith("int") else np.nan
+
+
+def test_a_grid_output_block_is_one_buffer_in_interpret_mode():
+    """Written whole at blocks 0 and 1, in half after: interpret mode's
+    single output buffer (`interpret_pallas_call`'s kernel buffer, stored
+    back whole by `_store_to_output_buffer`) leaves block 1's rows in block
+    2's other half; copyir's two slots leave block 0's, as emit_pipeline's
+    do (`BufferedRef` swaps its slot at each block)."""
+    comparison = compare(half_written_grid(1))
+    assert known(comparison) == {"grid-output-one-buffer"}, comparison.report()
+    ours, theirs = comparison.runs["eager"]
+    x = np.arange(32 * 128, dtype=np.float32).reshape(32, 128)
+    np.testing.assert_array_equal(ours.outputs[0][20:24], x[4:8])
+    np.testing.assert_array_equal(theirs.outputs[0][20:24], x[12:16])
+
+
+PARTIAL_PIPELINE = """
+kernel half(x: f32[48, 128] @hbm, y: f32[48, 128] @hbm) {
+  pipeline grid=(6,) OPTIONS
+      in  x block=(8, 128) index=(i) -> (i, 0) buffers=3
+      out y block=(8, 128) index=(i) -> (i, 0) BUFFERS
+      (xw, yw, i) {
+    when i <= 1 {
+      yw[...] = xw
+    }
+    when i == 3 {
+      yw[4:8, :] = xw[4:8, :] * 3.0
+    }
+    yw[0:4, :] = xw[0:4, :] + 1.0
+  }
+}
+"""
+
+
+@pytest.fixture
+def tiling_on_the_cpu(monkeypatch):
+    """emit_pipeline asks `tpu_info` for the chip's tiling, which the CPU
+    has none of: a TPU v5e's, for the test's length."""
+    from jax._src.pallas.mosaic import tpu_info
+
+    def v5e():
+        return tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion.TPU_V5E, 1)
+
+    monkeypatch.setitem(tpu_info.registry, "cpu", v5e)
+    yield
+    tpu_info.get_tpu_info.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "no_pipelining, out_buffers, rows_4_of_block_2",
+    [(False, 2, 4), (False, 1, 12), (True, 2, 12)],
+)
+def test_a_pipeline_body_writing_part_of_its_window_as_emit_pipeline(
+    tiling_on_the_cpu, no_pipelining, out_buffers, rows_4_of_block_2
+):
+    """`pipeline` against interpret mode's `emit_pipeline` (`pipeline.py`'s
+    `BufferedRef`: its slots, swapped as the block changes, each written
+    back whole; one slot with `pl.Buffered(1)` or `no_pipelining`, which
+    never advances them) on a body that writes its output window whole at
+    blocks 0 and 1, rows 4:8 at block 3 and rows 0:4 always: block 2's
+    rows 4:8 carry block 0's (two slots) or block 1's (one), bit for bit in
+    both modes, with one warning. Run directly: copyir does not import
+    `pl.program_id` in an emit_pipeline body."""
+    x = jnp.arange(48 * 128, dtype=jnp.float32).reshape(48, 128)
+    in_spec = pl.BlockSpec((8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(3))
+    out_spec = pl.BlockSpec(
+        (8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(out_buffers)
+    )
+
+    def inner(xw, yw):
+        i = pl.program_id(0)
+
+        @pl.when(i <= 1)
+        def _():
+            yw[...] = xw[...]
+
+        @pl.when(i == 3)
+        def _():
+            yw[4:8, :] = xw[4:8, :] * 3.0
+
+        yw[0:4, :] = xw[0:4, :] + 1.0
+
+    def kernel(x_hbm, y_hbm):
+        pltpu.emit_pipeline(
+            inner,
+            grid=(6,),
+            in_specs=[in_spec],
+            out_specs=[out_spec],
+            no_pipelining=no_pipelining,
+        )(x_hbm, y_hbm)
+
+    import copyir
+
+    text = PARTIAL_PIPELINE.replace(
+        "OPTIONS", "no_pipelining" if no_pipelining else ""
+    ).replace("BUFFERS", f"buffers={out_buffers}")
+    stream = copyir.to_stream(copyir.lower(text))
+    slot = "0" if no_pipelining or out_buffers == 1 else "i % 2"
+    for mode in ("eager", "on_wait"):
+        theirs = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            in_specs=[ANY],
+            out_specs=ANY,
+            interpret=pltpu.InterpretParams(dma_execution_mode=mode),
+        )(x)
+        with pytest.warns(copyir.CopyIRWarning) as caught:
+            ours = copyir.run(stream, {"x": np.asarray(x)}, mode=mode)["y"]
+        assert ours.tobytes() == np.asarray(theirs).tobytes()
+        assert [str(w.message) for w in caught] == [
+            "DMA writes y[16:24, 0:128] from window memory the pipeline body did "
+            "not write (the first at y[20, 0]): as Pallas writes a whole window "
+            "back, it holds what the window's slot held before"
+            + f", at block (i, 0) slot {slot}, at i = 2"
+        ]
+    k = rows_4_of_block_2
+    np.testing.assert_array_equal(ours[20:24], np.asarray(x)[k : k + 4])
+
+
+def ragged_grid(body, dtype: str, out_rows: int):
+    """A (20, 128) array through (8, 128) grid blocks over grid (3,): the
+    last block is cut at row 20 (4 rows), into an output of `out_rows`."""
+    x = jnp.arange(20 * 128).astype(dtype).reshape(20, 128)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    call = pl.pallas_call(
+        body,
+        grid=(3,),
+        out_shape=jax.ShapeDtypeStruct((out_rows, 128), dtype),
+        in_specs=[spec],
+        out_specs=spec,
+    )
+    return lambda: call(x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bfloat16"])
+def test_a_cut_grid_block_is_padded_as_interpret_mode_pads(dtype):
+    """Interpret mode pads a `pallas_call`'s inputs to whole blocks with
+    its uninitialized value (`interpret_utils.pad_to_block_dimension`, the
+    same under `buffer_bounds="logical"`, the default, and "padded"); copyir
+    writes the same poison past the cut. Copied into rows 20:24 of a
+    (24, 128) output, the padding reaches it: the same bits on both sides,
+    and copyir warns, naming the output."""
+
+    def copy_kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+    comparison = compare(ragged_grid(copy_kernel, dtype, 24))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == [
+            "Output y_ref_hbm holds the padding of a cut block (the uninitialized "
+            "value past an array's edge): 512 of its 3072 elements, the first at "
+            "y_ref_hbm[20, 0]"
+        ]
+
+
+def test_a_cut_grid_block_written_back_moves_only_the_rows_inside():
+    """An elementwise body computes on the padding too, but interpret mode
+    stores the whole block into its padded output buffer and returns only
+    the array's rows (`interpret_pallas_call`, the final `get` of
+    `ds(0, s)`), as copyir writes back only the rows inside: no padding
+    reaches the output, and no warning."""
+
+    def scale_kernel(x_ref, y_ref):
+        y_ref[...] = x_ref[...] * 2 + 1
+
+    comparison = compare(ragged_grid(scale_kernel, "int32", 20))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
+        assert ours.warned == []

@@ -178,7 +178,7 @@ def test_grid_with_block_specs_is_a_pipeline():
         """
         kernel scale(x_ref_hbm: f32[64, 256] @hbm, y_ref_hbm: f32[64, 256] @hbm,
                      o_ref_hbm: f32[64, 256] @hbm) {
-          pipeline grid=(4, 2) dimension_semantics=(parallel, arbitrary)
+          pipeline kernel_grid grid=(4, 2) dimension_semantics=(parallel, arbitrary)
               in  x_ref_hbm block=(16, 128) index=(i, j) -> (i, j)
               in  y_ref_hbm block=(16, 128) index=(i, j) -> (3 - i, j) buffers=3
               out o_ref_hbm block=(16, 128) index=(i, j) -> (i, j)
@@ -883,7 +883,7 @@ def test_add_dmas_squeezed_blocks_and_else_branches():
     assert imported_text(g) == written(
         """
         kernel squeezed_rows(x_ref_hbm: f32[16, 128] @hbm, o_ref_hbm: f32[16, 128] @hbm) {
-          pipeline grid=(16,)
+          pipeline kernel_grid grid=(16,)
               in  x_ref_hbm block=(None, 128) index=(i) -> (i, 0)
               out o_ref_hbm block=(None, 128) index=(i) -> (15 - i, 0)
               (x_ref, o_ref, i) {

@@ -51,6 +51,7 @@ from .indexing import all_given, check_subscript
 from .opaque import OpaqueOp
 from .pipeline import (
     IN,
+    INOUT,
     OUT,
     Direction,
     DirectionAttr,
@@ -152,6 +153,7 @@ __all__ = [
     "DYNAMIC",
     "ELEMENT",
     "IN",
+    "INOUT",
     "OUT",
     "PARALLEL",
     "SEMANTICS",

@@ -27,7 +27,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from copyir import errors
 from copyir.errors import CopyIRError, Note
-from copyir.index import constant_out_of_range, divides_by_zero
+from copyir.index import MAX_DEPTH, constant_out_of_range, divides_by_zero, too_deep
 
 from .generic import arity_holds, remembered_check, verify_generic
 from .types import RefType, SemaphoreArrayType, SemaphoreType, describe_type
@@ -314,8 +314,11 @@ def check_no_overlap(src: SSAValue, dst: SSAValue, accesses: Accesses) -> None:
 
 
 def check_evaluable(exprs: Sequence[AffineExpr]) -> None:
-    """Index expressions have a value at every point: their constants fit
-    in 64 bits and none divides by zero."""
+    """Index expressions have a value at every point: they nest no deeper
+    than `MAX_DEPTH`, their constants fit in 64 bits and none divides by
+    zero."""
+    if too_deep(exprs) is not None:
+        raise CopyIRError(errors.INDEX_TOO_DEEP.format(limit=MAX_DEPTH))
     if (value := constant_out_of_range(exprs)) is not None:
         raise CopyIRError(errors.INT_RANGE.format(value=value))
     if divides_by_zero(exprs):

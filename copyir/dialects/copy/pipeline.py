@@ -63,13 +63,15 @@ from .windows import BufferedRefOp
 
 
 class Direction(StrEnum):
-    """Whether a pipeline reads an operand's blocks or writes them."""
+    """Whether a pipeline reads an operand's blocks, writes them, or both
+    (JAX 0.12's `BufferedRef.input_output`)."""
 
     IN = "in"
     OUT = "out"
+    INOUT = "inout"
 
 
-IN, OUT = Direction.IN, Direction.OUT
+IN, OUT, INOUT = Direction.IN, Direction.OUT, Direction.INOUT
 
 
 @irdl_attr_definition
@@ -81,7 +83,9 @@ class DirectionAttr(EnumAttribute[Direction], SpacedOpaqueSyntaxAttribute):
 class PipelineSpecAttr(ParametrizedAttribute):
     """How a pipeline streams one operand, Pallas' `BlockSpec` with its
     direction and buffer count: `#copy.pipeline_spec<in block [128, 128]
-    index affine_map<(d0, d1) -> (d0, d1)> buffers 3>`."""
+    index affine_map<(d0, d1) -> (d0, d1)> buffers 3>`. An `inout` operand
+    has an input and an output count, `buffers [2, 1]`, and `in + out - 1`
+    slots, as JAX 0.12's input_output BufferedRef."""
 
     name = "copy.pipeline_spec"
 
@@ -89,6 +93,12 @@ class PipelineSpecAttr(ParametrizedAttribute):
     block: ArrayAttr[BlockDimAttr]
     index_map: AffineMapAttr
     buffers: IntAttr
+    """The input count of an `inout`, else the operand's count."""
+    out_buffers: IntAttr
+    """The output count of an `inout`; 0 for the others."""
+    lookahead: IntAttr
+    """1 for an input with `pl.Buffered(n, use_lookahead=True)`: it fetches
+    the next blocks that differ, not the next steps' blocks."""
 
     def __init__(
         self,
@@ -96,6 +106,8 @@ class PipelineSpecAttr(ParametrizedAttribute):
         block: Sequence[BlockDimAttr],
         index_map: AffineMap | AffineMapAttr,
         buffers: int = 2,
+        out_buffers: int = 0,
+        lookahead: bool = False,
     ):
         if isinstance(index_map, AffineMap):
             index_map = AffineMapAttr(index_map)
@@ -104,11 +116,38 @@ class PipelineSpecAttr(ParametrizedAttribute):
             ArrayAttr(block),
             index_map,
             IntAttr(buffers),
+            IntAttr(out_buffers),
+            IntAttr(int(lookahead)),
         )
 
     @property
+    def looks_ahead(self) -> bool:
+        return bool(self.lookahead.data)
+
+    @property
     def output(self) -> bool:
-        return self.direction.data == OUT
+        """Whether the pipeline writes the operand's blocks back."""
+        return self.direction.data != IN
+
+    @property
+    def input(self) -> bool:
+        """Whether the pipeline fetches the operand's blocks."""
+        return self.direction.data != OUT
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(input, output) buffer counts; 0 for a direction it lacks."""
+        count = self.buffers.data
+        if self.direction.data == INOUT:
+            return count, self.out_buffers.data
+        return (count, 0) if self.direction.data == IN else (0, count)
+
+    @property
+    def slots(self) -> int:
+        """Its window's slots: an `inout` shares one between its last
+        fetch and its first write-back (Pallas' `_total_buffer_count`)."""
+        fetched, written = self.counts
+        return fetched + written - (self.direction.data == INOUT)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
@@ -128,12 +167,19 @@ class PipelineSpecAttr(ParametrizedAttribute):
         printer.print_list(self.block.data, lambda b: b.print_block_dim(printer))
         printer.print_string("] index ")
         printer.print_attribute(self.index_map)
-        printer.print_string(f" buffers {self.buffers.data}")
+        if self.direction.data == INOUT:
+            printer.print_string(f" buffers [{', '.join(map(str, self.counts))}]")
+        else:
+            printer.print_string(f" buffers {self.buffers.data}")
+        if self.looks_ahead:
+            printer.print_string(" lookahead")
 
 
 def parse_direction(parser: AttrParser) -> Direction:
     if parser.parse_optional_keyword("out") is not None:
         return OUT
+    if parser.parse_optional_keyword("inout") is not None:
+        return INOUT
     parser.parse_keyword("in")
     return IN
 
@@ -156,9 +202,26 @@ def parse_spec_rest(
     parser.parse_keyword("index")
     index_map = parser.parse_attribute()
     parser.parse_keyword("buffers")
-    buffers = parse_i64(parser)
+    if direction == INOUT:
+        start = parser.pos
+        counts = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_i64(parser)
+        )
+        if len(counts) != 2:
+            parser.raise_error(errors.INOUT_BUFFERS, start, parser.pos)
+        buffers, out_buffers = counts
+    else:
+        buffers, out_buffers = parse_i64(parser), 0
+    lookahead = parser.parse_optional_keyword("lookahead") is not None
     return PipelineSpecAttr.new(
-        (DirectionAttr(direction), ArrayAttr(block), index_map, IntAttr(buffers))
+        (
+            DirectionAttr(direction),
+            ArrayAttr(block),
+            index_map,
+            IntAttr(buffers),
+            IntAttr(out_buffers),
+            IntAttr(int(lookahead)),
+        )
     )
 
 
@@ -180,14 +243,18 @@ class PipelineOp(GridOp):
     affine_map<(d0, d1) -> (d0, d1)> buffers 3, out %y : ... (%xw, %yw, %i,
     %j) { ... }`: each operand has its `PipelineSpecAttr` (an input or an
     output, a block shape, an index map and a buffer count); the body's
-    arguments are the
-    operands' windows (VMEM refs of the block shape, squeezed dimensions
-    dropped), then the grid indices. `dimension_semantics [parallel,
-    arbitrary]` gives each grid dimension's semantics (the parallel ones a
-    prefix); `no_pipelining` copies every block in
-    and out synchronously around each step. `expand-pipelines` lowers it to
-    loops of asynchronous window copies, with Pallas' schedule
-    (`copyir.pipelines`).
+    arguments are the operands' windows (VMEM refs of the block shape,
+    squeezed dimensions dropped), then the grid indices. Operands may be in
+    any memory space: an inner pipeline streams an outer one's windows.
+
+    Two flavours: `emit_pipeline`'s (the default) walks the whole grid as
+    one schedule whatever `dimension_semantics [parallel, arbitrary]` says,
+    unless `cores 2` splits it over cores as Pallas' `_partition_grid`
+    does; `kernel_grid` is a `pallas_call`'s grid and BlockSpecs, whose
+    parallel dimensions (a prefix) each run their own schedule.
+    `no_pipelining` copies every block in and out synchronously around each
+    step. `expand-pipelines` lowers it to loops of asynchronous window
+    copies, with Pallas' schedule (`copyir.pipelines`).
     """
 
     name = "copy.pipeline"
@@ -196,6 +263,8 @@ class PipelineOp(GridOp):
     grid = prop_def(DenseArrayBase[I64])
     ref_specs = prop_def(ArrayAttr[PipelineSpecAttr])
     no_pipelining = opt_prop_def(UnitAttr)
+    kernel_grid = opt_prop_def(UnitAttr)
+    cores = opt_prop_def(IntAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -209,10 +278,13 @@ class PipelineOp(GridOp):
         *,
         dimension_semantics: Sequence[DimensionSemantics | str] | None = None,
         no_pipelining: bool = False,
+        kernel_grid: bool = False,
+        cores: int | None = None,
         body: Region | None = None,
     ):
         """Stream `refs` as `specs` say over `grid`, whose dimensions have
-        `dimension_semantics` (`parallel` or `arbitrary`, one each); the
+        `dimension_semantics` (`parallel` or `arbitrary`, one each), as a
+        kernel's grid or as `emit_pipeline` (over `cores`, if given); the
         body's arguments (windows, then grid indices) are named `names`."""
         properties: dict[str, Attribute] = {
             "grid": i64_array(tuple(grid)),
@@ -221,6 +293,10 @@ class PipelineOp(GridOp):
         }
         if no_pipelining:
             properties["no_pipelining"] = UnitAttr()
+        if kernel_grid:
+            properties["kernel_grid"] = UnitAttr()
+        if cores is not None:
+            properties["cores"] = IntAttr(cores)
         if body is None:
             windows = self.window_types(
                 [r.type for r in refs], [s.block for s in specs]
@@ -232,6 +308,17 @@ class PipelineOp(GridOp):
     @property
     def grid_shape(self) -> tuple[int, ...]:
         return int_values(self.grid)
+
+    @property
+    def core_count(self) -> int | None:
+        return None if self.cores is None else self.cores.data
+
+    def semantics_or_arbitrary(self) -> tuple[DimensionSemantics, ...]:
+        """Each grid dimension's semantics, `arbitrary` where none is given
+        (as Pallas assumes)."""
+        if self.dimension_semantics is None:
+            return (DimensionSemantics.ARBITRARY,) * len(self.grid_shape)
+        return tuple(DimensionSemantics(s.data) for s in self.dimension_semantics.data)
 
     @property
     def windows(self) -> tuple[SSAValue, ...]:
@@ -257,7 +344,7 @@ class PipelineOp(GridOp):
             type = ref.type
             shape = type.get_shape() if isinstance(type, RefType) else ()
             element = type.element_type if isinstance(type, RefType) else i64
-            block, buffers = spec.block.data, spec.buffers.data
+            block, buffers = spec.block.data, spec.slots
             bref = BufferedRefType(shape, element, block, buffers, "vmem")
             found.append((ref, spec.output, bref, spec.index_map))
         return found
@@ -287,9 +374,7 @@ class PipelineOp(GridOp):
                     count=len(semantics), rank=len(grid)
                 )
             )
-        parallel = self.parallel_dims
-        if parallel != tuple(range(len(parallel))):
-            raise CopyIRError(errors.PARALLEL_PREFIX)
+        self.check_flavour()
         args = self.body.block.args
         if len(args) != len(self.refs) + len(grid):
             raise CopyIRError(
@@ -300,14 +385,20 @@ class PipelineOp(GridOp):
             )
         for number, (ref, output, bref, index_map) in enumerate(self.specs()):
             type = expect_ref("pipeline", "operand", ref)
-            if type.space_name != "hbm":
-                raise CopyIRError(
-                    errors.PIPELINE_OPERAND_SPACE.format(
-                        name=describe(ref), type=type.describe()
+            spec = self.ref_specs.data[number]
+            if spec.looks_ahead and spec.output:
+                raise CopyIRError(errors.OUTPUT_LOOKAHEAD)
+            if spec.looks_ahead and spec.buffers.data < 2:
+                raise CopyIRError(errors.LOOKAHEAD_ONE_BUFFER)
+            if spec.direction.data == INOUT:
+                if min(spec.counts) < 1:
+                    raise CopyIRError(
+                        errors.BAD_BUFFERS.format(buffers=min(spec.counts))
                     )
-                )
+                if self.kernel_grid is not None:
+                    raise CopyIRError(errors.INOUT_ON_KERNEL_GRID)
             BufferedRefOp.check_type(bref, describe(ref))
-            if output and bref.buffers.data > 2:
+            if output and bref.buffers.data > 2 and self.kernel_grid is not None:
                 raise CopyIRError(errors.OUTPUT_BUFFERS)
             affine_map = index_map.data
             if (
@@ -340,6 +431,17 @@ class PipelineOp(GridOp):
                 )
             )
 
+    def check_flavour(self) -> None:
+        """The kernel grid's parallel prefix; cores for emit_pipeline only."""
+        if self.kernel_grid is not None:
+            if self.cores is not None:
+                raise CopyIRError(errors.CORES_ON_KERNEL_GRID)
+            parallel = self.parallel_dims
+            if parallel != tuple(range(len(parallel))):
+                raise CopyIRError(errors.PARALLEL_PREFIX)
+        elif self.cores is not None and self.cores.data < 1:
+            raise CopyIRError(errors.CORES_NOT_POSITIVE.format(cores=self.cores.data))
+
     @classmethod
     def parse(cls, parser: Parser) -> PipelineOp:
         parser.parse_keyword("grid")
@@ -347,7 +449,11 @@ class PipelineOp(GridOp):
             parser.Delimiter.PAREN, lambda: parse_i64(parser)
         )
         properties: dict[str, Attribute] = {"grid": i64_array(tuple(grid))}
+        if parser.parse_optional_keyword("kernel_grid") is not None:
+            properties["kernel_grid"] = UnitAttr()
         parse_dimension_semantics(parser, properties)
+        if parser.parse_optional_keyword("cores") is not None:
+            properties["cores"] = IntAttr(parse_i64(parser))
         if parser.parse_optional_keyword("no_pipelining") is not None:
             properties["no_pipelining"] = UnitAttr()
 
@@ -376,7 +482,11 @@ class PipelineOp(GridOp):
     def print(self, printer: Printer) -> None:
         grid = ", ".join(map(str, self.grid_shape))
         printer.print_string(f" grid({grid})")
+        if self.kernel_grid is not None:
+            printer.print_string(" kernel_grid")
         self.print_semantics(printer)
+        if self.cores is not None:
+            printer.print_string(f" cores {self.cores.data}")
         if self.no_pipelining is not None:
             printer.print_string(" no_pipelining")
         for k, (ref, spec) in enumerate(

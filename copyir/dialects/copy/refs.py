@@ -8,11 +8,12 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, IndexType, StringAttr
+from xdsl.dialects.builtin import I64, DenseArrayBase, IndexType, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -555,18 +556,25 @@ class InvalidateOp(CopyOp):
     """Mark a ref's memory unwritten again: `copy.invalidate %w : !copy.ref<...>`.
 
     Reading it before something writes it is a read of memory nobody wrote,
-    as for fresh scratch; a pipeline marks an output window so at a block's
-    first visit, so that a body that reads it before writing is caught.
+    as for fresh scratch. A pipeline marks an output window so at a block's
+    first visit, `stale` (`copy.invalidate %w stale : ...`): a body that
+    reads it before writing is caught, but the memory keeps its bytes and
+    a DMA may copy them on, since Pallas writes the whole window back
+    (rows the body did not write carry what the slot held), with a
+    warning naming where they land.
     """
 
     name = "copy.invalidate"
 
     ref = operand_def(RefType)
+    stale = opt_prop_def(UnitAttr)
 
     traits = traits_def(MemoryWriteEffect())
 
-    def __init__(self, ref: SSAValue):
-        super().__init__(operands=[ref])
+    def __init__(self, ref: SSAValue, stale: bool = False):
+        super().__init__(
+            operands=[ref], properties={"stale": UnitAttr()} if stale else {}
+        )
 
     def written(self) -> tuple[SSAValue, ...]:
         return (self.ref,)
@@ -576,9 +584,14 @@ class InvalidateOp(CopyOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> InvalidateOp:
-        return create_typed(cls, parser, [parser.parse_unresolved_operand()], {})
+        ref = parser.parse_unresolved_operand()
+        stale = parser.parse_optional_keyword("stale") is not None
+        properties = {"stale": UnitAttr()} if stale else {}
+        return create_typed(cls, parser, [ref], properties)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.ref)
+        if self.stale is not None:
+            printer.print_string(" stale")
         print_attributes_and_types(printer, self)

@@ -26,7 +26,7 @@
 // CHECK-NEXT:   copy.buffered_copy "wait" %x -> %x_window[%i, 0] slot %4 sem %5
 // CHECK-NEXT:   %xw = copy.window %x_window[%4]
 // CHECK-NEXT:   %yw = copy.window %y_window[%4]
-// CHECK-NEXT:   copy.invalidate %yw : !copy.ref<8x128xf32, vmem>
+// CHECK-NEXT:   copy.invalidate %yw stale : !copy.ref<8x128xf32, vmem>
 // CHECK-NEXT:   copy.compute %yw (%xw) : !copy.ref<8x128xf32, vmem>, !copy.ref<8x128xf32, vmem> {
 // CHECK-NEXT:   ^bb0(%a0: f32):
 // CHECK-NEXT:     %e0 = scalar.constant "2.0" : f32

@@ -235,3 +235,13 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
     %m = "copy.index"(%i) <{map = affine_map<(d0) -> (d0, 3)>}> : (index) -> index
   }
 }
+
+// -----
+
+// An index expression nests at most 100 operations deep (a deeper one
+// would exhaust Python's recursion in xDSL's hashing and printing).
+copy.kernel @k(%x: !copy.ref<64x128xf32, hbm>, %y: !copy.ref<64x128xf32, hbm>) {
+  // expected-error@+1 {{An index expression nests more than 100 operations deep}}
+  copy.pipeline grid(8) in %x : !copy.ref<64x128xf32, hbm> block [8, 128] index affine_map<(d0) -> ((d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0 + d0) mod 8, 0)> buffers 2, out %y : !copy.ref<64x128xf32, hbm> block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2 (%xw, %yw, %i) {
+  }
+}

@@ -22,7 +22,7 @@ kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
 # An output block shared across a parallel dimension.
 kernel k(x: f32[32, 256] @hbm, y: f32[32, 256] @hbm) {
   # expected-error@+1 {{Output 0 (y) visits block (0, 0) in iterations (0, 0) and (1, 0), which differ in parallel dimension 0: iterations of a parallel dimension run on different cores and must not share an output block}}
-  pipeline grid=(2, 2) dimension_semantics=(parallel, arbitrary)
+  pipeline kernel_grid grid=(2, 2) dimension_semantics=(parallel, arbitrary)
       in  x block=(8, 128) index=(i, j) -> (i, j)
       out y block=(8, 128) index=(i, j) -> (0, j)
       (xw, yw) {
@@ -200,6 +200,58 @@ kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
   # expected-error@+1 {{The index map of x changes its block irregularly over the grid: copyir keeps a pipeline's schedule as loops and needs block changes that an affine condition describes (it changes at iterations (0,), (2,), (4,), (6,), ...)}}
   pipeline grid=(8,)
       in  x block=(8, 128) index=(i) -> (i // 2, 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# An inout operand takes an (in, out) pair of buffer counts.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  pipeline grid=(8,)
+      in    x block=(8, 128) index=(i) -> (i, 0)
+      # expected-error@+1 {{An inout operand takes buffers [in, out]: two counts}}
+      inout y block=(8, 128) index=(i) -> (i, 0) buffers=(2, 1, 1)
+      (xw, yw) {
+    yw += xw
+  }
+}
+
+# -----
+
+# Each of an inout's counts is at least 1.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{buffers must be >= 1, got 0}}
+  pipeline grid=(8,)
+      in    x block=(8, 128) index=(i) -> (i, 0)
+      inout y block=(8, 128) index=(i) -> (i, 0) buffers=(2, 0)
+      (xw, yw) {
+    yw += xw
+  }
+}
+
+# -----
+
+# inout operands are emit_pipeline's.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{inout operands are emit_pipeline's (JAX 0.12's BufferedRef.input_output); a kernel grid has inputs and outputs}}
+  pipeline kernel_grid grid=(8,)
+      in    x block=(8, 128) index=(i) -> (i, 0)
+      inout y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw += xw
+  }
+}
+
+# -----
+
+# cores= is emit_pipeline's.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{cores= partitions an emit_pipeline over cores; a kernel grid's parallel dimensions are split across cores by the chip (drop kernel_grid or cores=)}}
+  pipeline kernel_grid grid=(8,) dimension_semantics=(parallel,) cores=2
+      in  x block=(8, 128) index=(i) -> (i, 0)
       out y block=(8, 128) index=(i) -> (i, 0)
       (xw, yw) {
     yw[...] = xw

@@ -1,0 +1,191 @@
+"""`emit_pipeline` kernels run on copyir and, side by side, on Pallas' TPU
+interpret mode: outputs bit for bit and DMA schedules event for event
+(issue 19: the step-major prologue, output buffer counts above 2, parallel
+semantics without cores, nested pipelines).
+
+The schedule is JAX 0.12's `_emit_pipeline` (`jax/_src/pallas/mosaic/
+pipeline.py`). Only 0.12's interpret mode runs `emit_pipeline` on the CPU;
+0.10.2's fails inside its state discharge (`JaxprInputEffect ... does not
+have a corresponding jaxpr input`). On 0.10.2 these kernels still run on
+copyir, against numpy; the FileCheck tests tests/filecheck/run/pipeline-*
+pin the same schedules from 0.12's code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="the Pallas frontend needs JAX")
+jnp = pytest.importorskip("jax.numpy")
+from jax.experimental import pallas as pl  # noqa: E402
+from jax.experimental.pallas import tpu as pltpu  # noqa: E402
+from pallas_calls import ANY  # noqa: E402
+
+from copyir.pallas import run  # noqa: E402
+from copyir.pallas.compare import compare  # noqa: E402
+
+INTERPRET_RUNS_EMIT_PIPELINE = jax.__version_info__ >= (0, 12)
+BLOCK = (8, 128)
+
+
+@pytest.fixture(autouse=True)
+def tpu_v6e(monkeypatch):
+    """Interpret mode asks the device kind for VMEM sizes; the CPU has none."""
+    try:
+        from jax._src import tpu_info
+    except ImportError:  # JAX 0.10.2
+        from jax._src.pallas.mosaic import tpu_info
+    monkeypatch.setattr(tpu_info, "get_device_kind", lambda: "TPU v6 lite")
+    monkeypatch.setattr(tpu_info, "get_num_device_cores", lambda: 1)
+
+
+@pytest.fixture(autouse=True)
+def emit_pipeline_primitive():
+    """copyir reads `emit_pipeline` as one equation (examples/pallas/
+    emit_pipeline.py)."""
+    old = jax.config.jax_use_emit_pipeline_primitive
+    jax.config.update("jax_use_emit_pipeline_primitive", True)
+    yield
+    jax.config.update("jax_use_emit_pipeline_primitive", old)
+
+
+def arrays(count: int, shape) -> list:
+    rng = np.random.default_rng(0)
+    return [jnp.asarray(rng.standard_normal(shape), jnp.float32) for _ in range(count)]
+
+
+def hbm_kernel(kernel, inputs: int, shape):
+    """A pallas_call of `kernel` on `inputs` arrays in HBM, to one."""
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(shape, jnp.float32),
+        in_specs=[ANY] * inputs,
+        out_specs=ANY,
+    )
+
+
+def spec(buffers: int | None = None, index=lambda i, j: (i, j), block=BLOCK):
+    mode = None if buffers is None else pl.Buffered(buffers)
+    return pl.BlockSpec(block, index, pipeline_mode=mode)
+
+
+def agrees_with_interpret_mode(f, *args) -> None:
+    if not INTERPRET_RUNS_EMIT_PIPELINE:
+        return
+    comparison = compare(f, *args)
+    assert comparison.status == "agrees", comparison.report()
+    ours, _ = comparison.runs["eager"]
+    assert ours.events  # the schedule was compared, not only the outputs
+
+
+def three_inputs(out_buffers: int):
+    """Inputs with 4, 2 and 3 buffers: Pallas queues every input's step 0
+    fetch, then step 1's, ... (`initialize_step` per step over all
+    operands)."""
+    grid, shape = (4, 2), (32, 256)
+
+    def body(a, b, c, o):
+        o[...] = a[...] + 2.0 * b[...] + c[...]
+
+    def kernel(a, b, c, o):
+        pltpu.emit_pipeline(
+            body,
+            grid=grid,
+            in_specs=[spec(4), spec(2), spec(3)],
+            out_specs=[spec(out_buffers)],
+        )(a, b, c, o)
+
+    return hbm_kernel(kernel, 3, shape), arrays(3, shape)
+
+
+def test_inputs_of_different_buffer_counts_prefetch_step_major():
+    f, (a, b, c) = three_inputs(2)
+    np.testing.assert_array_equal(run(f, a, b, c), a + 2.0 * b + c)
+    agrees_with_interpret_mode(f, a, b, c)
+
+
+@pytest.mark.skipif(
+    not INTERPRET_RUNS_EMIT_PIPELINE,
+    reason="JAX 0.10.2 refuses an output's third buffer while tracing "
+    "(`Buffer count >2 not supported for output buffered refs.`)",
+)
+def test_three_output_buffers_wait_each_copy_two_steps_later():
+    f, (a, b, c) = three_inputs(3)
+    np.testing.assert_array_equal(run(f, a, b, c), a + 2.0 * b + c)
+    agrees_with_interpret_mode(f, a, b, c)
+
+
+def test_parallel_semantics_without_cores_do_not_restart_the_schedule():
+    """`_emit_pipeline` reads `dimension_semantics` only to split the grid
+    over cores: without a core axis, it prefetches across rows."""
+    shape = (32, 256)
+
+    def body(x, o):
+        o[...] = x[...] * 3.0
+
+    def kernel(x, o):
+        pltpu.emit_pipeline(
+            body,
+            grid=(4, 2),
+            in_specs=[spec(3)],
+            out_specs=[spec()],
+            dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY),
+        )(x, o)
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    np.testing.assert_array_equal(run(f, x), x * 3.0)
+    agrees_with_interpret_mode(f, x)
+
+
+def test_a_pipeline_nested_in_another_streams_its_windows():
+    """jax's `test_transformed_refs_as_inputs_nested`: the inner pipeline's
+    operands are the outer one's VMEM windows."""
+    shape = (16, 512)
+
+    def inner_body(x, o):
+        o[...] = x[...] + 1.0
+
+    def outer_body(outer_x, outer_o):
+        pltpu.emit_pipeline(
+            inner_body,
+            grid=(2,),
+            in_specs=[pl.BlockSpec((16, 128), lambda i: (0, i))],
+            out_specs=[pl.BlockSpec((16, 128), lambda i: (0, i))],
+        )(outer_x, outer_o)
+
+    def kernel(x, o):
+        pltpu.emit_pipeline(
+            outer_body,
+            grid=(2,),
+            in_specs=[pl.BlockSpec((16, 256), lambda i: (0, i))],
+            out_specs=[pl.BlockSpec((16, 256), lambda i: (0, i))],
+        )(x, o)
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    np.testing.assert_array_equal(run(f, x), x + 1.0)
+    agrees_with_interpret_mode(f, x)
+
+
+def test_lookahead_fetches_the_next_blocks_that_differ():
+    """`pl.Buffered(3, use_lookahead=True)`: x's block stays put over j, so
+    the walk of `fetch_with_lookahead` fetches 2 blocks ahead, 4 steps,
+    where a plain `pl.Buffered(3)` fetches 2 steps ahead."""
+    shape = (32, 256)
+    rows = pl.BlockSpec(
+        (8, 256), lambda i, j: (i, 0), pipeline_mode=pl.Buffered(3, use_lookahead=True)
+    )
+
+    def body(x, o):
+        o[...] = x[...] * 2.0
+
+    def kernel(x, o):
+        out = pl.BlockSpec((8, 256), lambda i, j: (i, 0))
+        pltpu.emit_pipeline(body, grid=(4, 2), in_specs=[rows], out_specs=[out])(x, o)
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    np.testing.assert_array_equal(run(f, x), x * 2.0)
+    agrees_with_interpret_mode(f, x)
