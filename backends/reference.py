@@ -13,7 +13,8 @@ row-major with the last index fastest (parallel dimensions run in order
 here); a `copy.when` evaluates its affine sets; a `copy.scope` runs its
 body, its allocs making fresh poisoned arrays on every entry; a
 `copy.index` evaluates its map with xDSL's `AffineMap.eval`, in plain
-Python integers. A descriptor
+Python integers (a `min` or `max` one, Python's `min` or `max` of its
+results). A descriptor
 (`copy.async_copy`) is the (src, dst) pair of views evaluated where it is
 made; starting it copies at once and waiting it does nothing, and so for an
 asynchronous `buffered_copy`. A `copy.compute` runs its region of scalar
@@ -375,7 +376,9 @@ class CopyReference(InterpreterFunctions):
 
     @impl(IndexOp)
     def run_index(self, interpreter: Interpreter, op: IndexOp, args: PythonValues):
-        return self.plan(op, lambda: op.map.data).eval(args, ())
+        results = self.plan(op, lambda: op.map.data).eval(args, ())
+        kind = op.combine_kind
+        return results if kind is None else ({"min": min, "max": max}[kind](results),)
 
     @impl(AsyncCopyOp)
     def run_async_copy(self, interpreter: Interpreter, op: AsyncCopyOp, args):

@@ -666,6 +666,66 @@ def _lower_nested_when(n: int) -> Stage:
     return lambda: copyir.lower(module)
 
 
+def clamped_loop_text(n: int) -> str:
+    """A double-buffered loop of n steps whose blocks of 8 rows start at
+    min(8 * i, last) of an array of 8n - 4 rows (the last block clamped,
+    overlapping the one before it), copied in and back out."""
+    rows = 8 * n - 4
+    return f"""kernel clamped(x: f32[{rows}, 128] @hbm, y: f32[{rows}, 128] @hbm) {{
+  buf = alloc f32[2, 8, 128] @vmem
+  ins = semaphore[2]
+  outs = semaphore[2]
+  for i in range({n}) {{
+    slot = i % 2
+    start = min(8 * i, {rows - 8})
+    copy_start x[ds(start, 8)] -> buf[slot], ins[slot]
+    copy_wait x[ds(start, 8)] -> buf[slot], ins[slot]
+    copy_start buf[slot] -> y[ds(start, 8)], outs[slot]
+    copy_wait buf[slot] -> y[ds(start, 8)], outs[slot]
+  }}
+}}
+"""
+
+
+@case("check-clamped-loop", start=1024)
+def _check_clamped_loop(n: int) -> Stage:
+    """check: a loop of N steps whose blocks start at min(8 * i, last), the
+    stream 8 instructions (two pieces per DMA) at every N"""
+    from copyir.backends.interpreter import Executable
+
+    stream = copyir.to_stream(copyir.lower(copyir.parse(clamped_loop_text(n))))
+    assert len(stream.instructions) == 8
+    return lambda: Executable(stream, {"x"}, "random")
+
+
+def clamped_dmas_text(n: int) -> str:
+    """N DMA pairs in one loop, each through a view whose start is a min."""
+    pair = (
+        "    copy_start x[ds(min(i + {k}, 7), 1)] -> buf[ds(i, 1)], s\n"
+        "    copy_wait x[ds(min(i + {k}, 7), 1)] -> buf[ds(i, 1)], s\n"
+    )
+    body = "".join(pair.format(k=k % 8) for k in range(n))
+    return (
+        "kernel k(x: f32[8] @hbm) {\n  buf = alloc f32[8] @vmem\n"
+        "  s = semaphore\n  for i in range(8) {\n" + body + "  }\n}\n"
+    )
+
+
+@case("lower-clamped-dmas")
+def _lower_clamped_dmas(n: int) -> Stage:
+    """lower (the passes, expand-min-max first of them to matter): N DMA
+    pairs in one loop, each view's start a min"""
+    return lowering(verified(clamped_dmas_text(n)))
+
+
+@case("verify-clamped-dmas")
+def _verify_clamped_dmas(n: int) -> Stage:
+    """verify: N DMA pairs in one loop, each view's start a min (checked on
+    its pieces at every point)"""
+    module = parsed(clamped_dmas_text(n))
+    return lambda: copyir.verify(module)
+
+
 # --------------------------------------------------------------------------
 # The Pallas frontend
 # --------------------------------------------------------------------------

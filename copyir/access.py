@@ -20,7 +20,9 @@ indices (an `int` is the constant case), while `shape`, `strides` and `dims`
 stay static integers (view sizes are static). Each loop index is a
 dimension numbered once per kernel (`Accesses.dim`), and `Accesses.index`
 folds an index value (a loop index, or a `copy.index` of others) into an
-expression of those dimensions. `overlaps` decides static accesses; for
+expression of those dimensions; a `min` or `max` folds into
+`copyir.index.Pieces`, affine on each piece of the domain, and so do the
+offsets and bounds computed from it. `overlaps` decides static accesses; for
 others it returns None, and the verifier decides them at every point of the
 loops' domain (`copyir.domain`).
 """
@@ -31,11 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 
 from copyir.dialects.copy import (
     DYNAMIC,
+    AsyncCopyOp,
     ForOp,
     IndexOp,
     PipelineOp,
@@ -44,11 +48,20 @@ from copyir.dialects.copy import (
     SemaphoreType,
     SemIndexOp,
     ViewOp,
+    WindowOp,
 )
-from copyir.index import row_major_strides
+from copyir.index import (
+    Pieces,
+    combinations,
+    combine,
+    plus,
+    row_major_strides,
+    substitute_expr,
+)
 
-Bound = int | AffineExpr
-"""A bound of an access's box: an integer, or an expression of loop indices."""
+Bound = int | AffineExpr | Pieces
+"""A bound of an access's box: an integer, or an expression of loop indices
+(affine, or in pieces)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,7 @@ class Access:
 
     root: SSAValue
     """A kernel parameter, an alloc or a semaphore op's result."""
-    offset: int | AffineExpr
+    offset: Bound
     """The flat element index, in the root, of the ref's first element."""
     shape: tuple[int, ...]
     strides: tuple[int, ...]
@@ -101,9 +114,9 @@ class Access:
         for (start, size, dropped), stride, dim in zip(
             subscripts, self.strides, self.dims, strict=False
         ):
-            offset += start * stride
-            lo = box[dim][0] + start
-            box[dim] = (lo, lo + size)
+            offset = plus(offset, start * stride)
+            lo = plus(box[dim][0], start)
+            box[dim] = (lo, plus(lo, size))
             if not dropped:
                 shape.append(size)
                 strides.append(stride)
@@ -149,6 +162,9 @@ def _root_shape(value: SSAValue) -> tuple[int, ...] | None:
     return None
 
 
+_NONE: frozenset[SSAValue] = frozenset()
+
+
 class Accesses:
     """The access of each value asked about, each view folded at most once.
 
@@ -159,22 +175,27 @@ class Accesses:
     def __init__(self) -> None:
         self._known: dict[SSAValue, Access | None] = {}
         self._dims: dict[SSAValue, int] = {}
-        self._indices: dict[SSAValue, AffineExpr] = {}
+        self._values: dict[int, SSAValue] = {}
+        self._indices: dict[SSAValue, AffineExpr | Pieces] = {}
+        self._clamps: dict[SSAValue, frozenset[SSAValue]] = {}
         self.folded = 0
 
     def dim(self, index: SSAValue) -> int:
         """The kernel-wide dimension number of a loop index."""
         return self._dims.setdefault(index, len(self._dims))
 
-    def index(self, value: SSAValue) -> AffineExpr:
-        """An index value as an affine expression of loop dimensions."""
+    def index(self, value: SSAValue) -> AffineExpr | Pieces:
+        """An index value as an affine expression of loop dimensions, or
+        as pieces where a min or max is in it."""
         known = self._indices.get(value)
         if known is not None:
             return known
         owner = value.owner
         if isinstance(owner, IndexOp):
             args = [self.index(a) for a in owner.args]
-            expr = owner.map.data.results[0].replace_dims_and_symbols(args, [])
+            results = [substitute_expr(r, args) for r in owner.map.data.results]
+            kind = owner.combine_kind
+            expr = results[0] if kind is None else combine(kind, results)
         elif isinstance(owner, Block) and isinstance(
             owner.parent_op(), ForOp | PipelineOp
         ):
@@ -184,7 +205,48 @@ class Accesses:
         self._indices[value] = expr
         return expr
 
-    def start(self, value: int | SSAValue | None) -> int | AffineExpr:
+    def clamps(self, value: SSAValue) -> frozenset[SSAValue]:
+        """The index values in pieces (a min or max, or computed from one)
+        that a value reads: itself for such an index, those its views,
+        semaphore indices, windows or descriptor read for a ref; each
+        value's found once, along a chain without recursion (as `__call__`
+        folds one)."""
+        known = self._clamps
+        stack = [value]
+        while stack:
+            top = stack[-1]
+            if top in known:
+                stack.pop()
+                continue
+            owner = top.owner
+            if isinstance(top.type, IndexType):
+                pieces = isinstance(self.index(top), Pieces)
+                known[top] = frozenset((top,)) if pieces else _NONE
+            elif isinstance(owner, ViewOp | SemIndexOp | AsyncCopyOp | WindowOp):
+                missing = [o for o in owner.operands if o not in known]
+                if missing:
+                    stack.extend(missing)
+                    continue
+                known[top] = _NONE.union(*(known[o] for o in owner.operands))
+            else:
+                known[top] = _NONE
+            stack.pop()
+        return known[value]
+
+    def pieces(self, op: Operation) -> int:
+        """How many copies of the op `expand-min-max` makes: the
+        combinations of the pieces of the indices it reads that can hold
+        together (TOO_MANY_PIECES past `limits.MAX_PIECES`)."""
+        read = _NONE.union(*(self.clamps(o) for o in op.operands))
+        return len(combinations([self.index(v) for v in read]))
+
+    def dim_value(self, dim: int) -> SSAValue:
+        """The loop index of a kernel-wide dimension number."""
+        if len(self._values) != len(self._dims):
+            self._values = {d: v for v, d in self._dims.items()}
+        return self._values[dim]
+
+    def start(self, value: int | SSAValue | None) -> int | AffineExpr | Pieces:
         """A subscript's start: an integer, or an index value's expression
         (a constant expression as its integer)."""
         if value is None or isinstance(value, int):

@@ -533,6 +533,21 @@ INDEX_OPERATOR = (
     "Index expression {expr} uses {what}; index expressions take integers, "
     "index values and + - * // %"
 )
+INDEX_MIN_MAX_INSIDE = (
+    "Index expression {expr} is inside another: {name}(...) takes a whole index; "
+    "name it first, as in c = {name}(...), and compute with c"
+)
+TOO_MANY_PIECES = (
+    "The mins and maxes of an index here split the loops' domain into more "
+    "than {limit} affine pieces, more than an op may have"
+)
+INDEX_MAP_MIN_MAX = (
+    "The index map of {name} uses {expr}: {call} in a pipeline's index map "
+    "is not supported yet"
+)
+INDEX_MIN_MAX_ARGUMENTS = (
+    "Index expression {expr} has {count} argument(s): {name} takes two or more"
+)
 NOT_AN_INDEX = "{name} is {type}, not an index value"
 STATIC_INTEGER = "{what} must be a static integer, got {expr}"
 DS_FORM = "ds takes a start and a static size, ds(start, size), got {expr}"

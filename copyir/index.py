@@ -5,12 +5,20 @@ An index (a view start, a block index, a slot, a semaphore index) is an
 (`when`, an instruction's predicate) is an `or` of `AffineSet`s. Here they
 are evaluated for many iterations at once, with numpy, and printed in the
 authoring syntax (`8 * i + 8`, `(i + 1) % 2`, `i // 4`).
+
+An index may also be the `min` or `max` of affine ones (`copy.index min`,
+as kernels clamp their last block: `min(128 * i, 872)`), which is not
+affine; it is `Pieces`, affine on each piece of the loop domain (see
+there), so that every check and the lowering stay exact.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -25,6 +33,9 @@ from xdsl.ir.affine import (
     AffineExpr,
     AffineSet,
 )
+
+from copyir import errors, limits
+from copyir.errors import CopyIRError
 
 INT64 = range(-(2**63), 2**63)
 """The integers an index or a constant in one may take (numpy's int64)."""
@@ -91,12 +102,15 @@ Dims = Sequence[np.ndarray] | Mapping[int, np.ndarray]
 dimension number."""
 
 
-def evaluate(expr: AffineExpr, dims: Dims) -> np.ndarray:
+def evaluate(expr: AffineExpr | Pieces, dims: Dims) -> np.ndarray:
     """The expression's exact value at every point; mod and floordiv as MLIR
     defines them for a positive divisor, which are Python's. In int64 when
     the dimensions' ranges prove that no intermediate value wraps (see
     FAST), else in Python integers (an object array), so that an index or a
-    condition is never judged on a value the program does not compute."""
+    condition is never judged on a value the program does not compute.
+    `Pieces` take each piece's value where its constraints hold."""
+    if isinstance(expr, Pieces):
+        return expr.evaluate(dims)
     exact = bounds_over(expr, _ranges(dims), FAST) is None
     return _evaluate(expr, dims, object if exact else np.int64)
 
@@ -159,11 +173,19 @@ def bounds(
 
 
 def bounds_over(
-    expr: AffineExpr,
+    expr: AffineExpr | Pieces,
     ranges: Callable[[int], tuple[int, int]],
     limit: int | None = None,
 ) -> tuple[int, int] | None:
-    """`bounds` with each dimension in its own range, `ranges(position)`."""
+    """`bounds` with each dimension in its own range, `ranges(position)`
+    (for `Pieces`, the bounds of all the pieces: each piece's over the
+    whole ranges, not only where it holds)."""
+    if isinstance(expr, Pieces):
+        found = [bounds_over(e, ranges, limit) for _, e in expr.pieces]
+        if any(f is None for f in found):
+            return None
+        ends = cast(list[tuple[int, int]], found)
+        return min(lo for lo, _ in ends), max(hi for _, hi in ends)
     found = _bounds(expr, ranges, limit)
     if found is None or (limit is not None and max(map(abs, found)) >= limit):
         return None
@@ -245,24 +267,254 @@ def substitute(
     )
 
 
+def substitute_sets(
+    sets: Sequence[AffineSet], args: Sequence[AffineExpr | Pieces]
+) -> tuple[AffineSet, ...]:
+    """`substitute` of an `or` of sets, for args that may be pieces: each
+    set on each combination of the args' pieces, their constraints added
+    (`min(i, 3) >= 2` is `i <= 3 and i >= 2 or i > 3 and 3 >= 2`)."""
+    if not any(isinstance(a, Pieces) for a in args):
+        return tuple(substitute(s, cast(Sequence[AffineExpr], args)) for s in sets)
+    result = []
+    for affine_set in sets:
+        for where, exprs in combinations(args):
+            inner = substitute(affine_set, exprs).constraints
+            joined = conjoin(where, inner)
+            if joined is not None:
+                result.append(_set_of(joined))
+                _within_limit(result)
+    return tuple(result)
+
+
+def _set_of(constraints: Conjunction) -> AffineSet:
+    """A set of these constraints over the dimensions they use."""
+    dims = {d for c in constraints for e in (c.lhs, c.rhs) for d in e.used_dims()}
+    return AffineSet(1 + max(dims, default=-1), 0, constraints)
+
+
 def holds(sets: Sequence[AffineSet], dims: Dims) -> np.ndarray:
     """Where any of the sets holds (each a conjunction of constraints),
     exactly: the two sides are compared, never subtracted."""
-    shape = _shape(dims)
-    result = np.zeros(shape, bool)
+    result = np.zeros(_shape(dims), bool)
     for affine_set in sets:
-        inside = np.ones(shape, bool)
-        for constraint in affine_set.constraints:
-            lhs = evaluate(constraint.lhs, dims)
-            rhs = evaluate(constraint.rhs, dims)
-            if constraint.kind == AffineConstraintKind.ge:
-                inside &= lhs >= rhs
-            elif constraint.kind == AffineConstraintKind.le:
-                inside &= lhs <= rhs
-            else:
-                inside &= lhs == rhs
-        result |= inside
+        result |= satisfied(affine_set.constraints, dims)
     return result
+
+
+def satisfied(constraints: Iterable[AffineConstraintExpr], dims: Dims) -> np.ndarray:
+    """Where every constraint holds."""
+    inside = np.ones(_shape(dims), bool)
+    for constraint in constraints:
+        lhs = evaluate(constraint.lhs, dims)
+        rhs = evaluate(constraint.rhs, dims)
+        if constraint.kind == AffineConstraintKind.ge:
+            inside &= lhs >= rhs
+        elif constraint.kind == AffineConstraintKind.le:
+            inside &= lhs <= rhs
+        else:
+            inside &= lhs == rhs
+    return inside
+
+
+# -- min and max: affine pieces -----------------------------------------------------
+
+Conjunction = tuple[AffineConstraintExpr, ...]
+"""Constraints that hold together (`e >= 0` or `e == 0`, as `comparison`
+makes them)."""
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """An index affine on each piece of the loop domain: `min` and `max`.
+
+    `min(a, b)` of affine a and b is not affine, but it is `a` where
+    `a <= b` and `b` where `a > b`: two affine expressions, each over the
+    part of the domain that an affine constraint cuts out (`max` is `a`
+    where `a >= b`). A piece is `(where, expr)`, a conjunction of such
+    constraints and the expression that holds there; the pieces of one
+    index partition the domain, so that exactly one gives its value at
+    every point. Everything affine on indices applies piece by piece
+    (`a + min(b, c)`, a `copy.index` of a min, a view's offset and box),
+    and a min of pieces splits each further (`min(max(a, b), c)`: the
+    pieces multiply), the combinations of pieces that cannot hold together
+    (`a <= b` and `a > b`, from one min met twice) dropped
+    (`combinations`), and at most `limits.MAX_PIECES` of them.
+
+    So nothing downstream meets a min: the verifier evaluates pieces at
+    every point of an op's domain (exact bounds, overlaps and slots, the
+    first failing point named), and the lowering (`expand-min-max`) gives
+    each op that reads one a copy per piece under a `copy.when` of the
+    piece's constraints, with the piece's affine indices: the stream has an
+    instruction per piece and predicate, O(program), and the protocol's
+    bounds and races see exact affine accesses on exact sub-domains.
+    """
+
+    pieces: tuple[tuple[Conjunction, AffineExpr], ...]
+
+    @staticmethod
+    def of(value: int | AffineExpr | Pieces) -> Pieces:
+        if isinstance(value, Pieces):
+            return value
+        if isinstance(value, int):
+            value = AffineConstantExpr(value)
+        return Pieces((((), value),))
+
+    def evaluate(self, dims: Dims) -> np.ndarray:
+        """The value of the piece that holds, at each point."""
+        (*rest, (_, last)) = self.pieces
+        result = evaluate(last, dims)
+        for where, expr in reversed(rest):
+            result = np.where(satisfied(where, dims), evaluate(expr, dims), result)
+        return result
+
+    def __add__(self, other: int | AffineExpr | Pieces) -> AffineExpr | Pieces:
+        return apply(lambda a, b: a + b, [self, other])
+
+    __radd__ = __add__
+
+    def __mul__(self, other: int) -> AffineExpr | Pieces:
+        return apply(lambda a: a * other, [self])
+
+    __rmul__ = __mul__
+
+
+Index = int | AffineExpr | Pieces
+"""An index over loop dimensions: constant, affine, or affine in pieces."""
+
+
+def plus(a: Index, b: Index) -> Index:
+    """`a + b`, whichever of them are pieces (xDSL's `+` takes no pieces)."""
+    if isinstance(a, Pieces) or isinstance(b, Pieces):
+        return apply(lambda x, y: x + y, [a, b])
+    return a + b
+
+
+def apply(
+    function: Callable[..., AffineExpr], args: Sequence[Index]
+) -> AffineExpr | Pieces:
+    """An affine function of indices, piece by piece: on every combination
+    of the args' pieces that can hold together. One piece without
+    constraints is its expression."""
+    pieces = [(where, function(*exprs)) for where, exprs in combinations(args)]
+    if len(pieces) == 1 and not pieces[0][0]:
+        return pieces[0][1]
+    return Pieces(tuple(pieces))
+
+
+def combinations(
+    args: Sequence[Index],
+) -> list[tuple[Conjunction, tuple[AffineExpr, ...]]]:
+    """The combinations of the args' pieces that can hold together, each
+    as its constraints and each arg's expression there: the pieces of
+    anything computed from the args (an op reading several mins is a copy
+    per combination). Made arg by arg, those that cannot hold dropped as
+    they are met, so that the work stays within `limits.MAX_PIECES`."""
+    found: list[tuple[Conjunction, tuple[AffineExpr, ...]]] = [((), ())]
+    for arg in args:
+        grown = []
+        for where, exprs in found:
+            for constraints, expr in Pieces.of(arg).pieces:
+                joined = conjoin(where, constraints)
+                if joined is not None:
+                    grown.append((joined, (*exprs, expr)))
+                    _within_limit(grown)
+        found = grown
+    return found
+
+
+def _within_limit(pieces: Sized) -> None:
+    """TOO_MANY_PIECES past `limits.MAX_PIECES`, before the work grows."""
+    if len(pieces) > limits.MAX_PIECES:
+        raise CopyIRError(errors.TOO_MANY_PIECES.format(limit=limits.MAX_PIECES))
+
+
+def substitute_expr(expr: AffineExpr, args: Sequence[Index]) -> AffineExpr | Pieces:
+    """The expression with dimension k replaced by `args[k]`, piece by
+    piece of the args it uses only."""
+    used = expr.used_dims()
+    args = [a if k in used else _UNUSED for k, a in enumerate(args)]
+    if not any(isinstance(a, Pieces | int) for a in args):
+        return expr.replace_dims_and_symbols(cast(Sequence[AffineExpr], args), [])
+    return apply(lambda *exprs: expr.replace_dims_and_symbols(exprs, []), args)
+
+
+_UNUSED = AffineConstantExpr(0)
+"""What stands for an argument an expression does not use."""
+
+
+MIN, MAX = "min", "max"
+
+
+def combine(kind: str, args: Sequence[Index]) -> AffineExpr | Pieces:
+    """`min` or `max` of the args, left to right: each pair is the first
+    where it is the smaller (the larger for max) or equal, the second
+    elsewhere."""
+    first = "<=" if kind == MIN else ">="
+    result: Index = args[0]
+    for arg in args[1:]:
+        pieces = []
+        for a, b in itertools.product(Pieces.of(result).pieces, Pieces.of(arg).pieces):
+            for op, value in ((first, a[1]), (NEGATED[first], b[1])):
+                (split,) = comparison(op, a[1], b[1])
+                where = conjoin(a[0], b[0], split)
+                if where is not None:
+                    pieces.append((where, value))
+                    _within_limit(pieces)
+        result = Pieces(tuple(pieces))
+        if len(pieces) == 1 and not pieces[0][0]:
+            result = pieces[0][1]
+    return cast(AffineExpr | Pieces, result)
+
+
+def conjoin(*parts: Conjunction) -> Conjunction | None:
+    """The constraints of all parts, each once and the ones true everywhere
+    left out; None when two of them (or one) hold nowhere, as `a <= b` and
+    `a > b` do (their sum is a negative constant)."""
+    kept: list[AffineConstraintExpr] = []
+    for constraint in itertools.chain(*parts):
+        if constraint in kept:
+            continue
+        value = _constant(constraint.lhs - constraint.rhs)
+        if value is not None:
+            if not _HOLDS[constraint.kind](value):
+                return None
+            continue
+        for other in kept:
+            if _contradict(constraint, other):
+                return None
+        kept.append(constraint)
+    return tuple(kept)
+
+
+_HOLDS = {
+    AffineConstraintKind.ge: lambda difference: difference >= 0,
+    AffineConstraintKind.le: lambda difference: difference <= 0,
+    AffineConstraintKind.eq: lambda difference: difference == 0,
+}
+"""Whether a constraint holds, by the difference of its two sides."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _contradict(a: AffineConstraintExpr, b: AffineConstraintExpr) -> bool:
+    ge = AffineConstraintKind.ge
+    if a.kind != ge or b.kind != ge:
+        return False
+    total = _constant(a.lhs - a.rhs + (b.lhs - b.rhs))
+    return total is not None and total < 0
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _constant(expr: AffineExpr) -> int | None:
+    """The expression's value when it is the same everywhere (as far as
+    xDSL's flattening sees)."""
+    if isinstance(expr, AffineConstantExpr):
+        return expr.value
+    dims = 1 + max(expr.used_dims(), default=-1)
+    try:
+        flat = expr.simplify(dims, 0)
+    except (NotImplementedError, ValueError, ZeroDivisionError):
+        return None
+    return flat.value if isinstance(flat, AffineConstantExpr) else None
 
 
 # -- printing in the authoring syntax ---------------------------------------------

@@ -37,6 +37,12 @@ MAX_OFFSET = LIMIT // 2
 and a target space's capacity each stay below this, so that a buffer's
 address plus an offset into it stays below LIMIT."""
 
+MAX_PIECES = 256
+"""The most affine pieces an index of mins and maxes may split a loop
+nest's domain into (`copyir.index.Pieces`; each is a copy of every op that
+reads it): a min of n affine expressions is n pieces, but mins of mins
+multiply them."""
+
 MAX_EVENTS = 1 << 23
 """Events a run may hold: the sum, over a kernel's instructions, of the
 iterations of the loops around each (conditions not counted), each

@@ -31,6 +31,12 @@ def _verify() -> type[ModulePass]:
     return VerifyPass
 
 
+def _expand_min_max() -> type[ModulePass]:
+    from copyir.passes.expand_min_max import ExpandMinMaxPass
+
+    return ExpandMinMaxPass
+
+
 def _expand_pipelines() -> type[ModulePass]:
     from copyir.passes.expand_pipelines import ExpandPipelinesPass
 
@@ -71,6 +77,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "verify": _verify,
     "expand-pipelines": _expand_pipelines,
     "expand-pytree-copies": _expand_pytree_copies,
+    "expand-min-max": _expand_min_max,
     "expand-windows": _expand_windows,
     "assign-addresses": _assign_addresses,
     "cse": _cse,
@@ -81,6 +88,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 LOWERING = (
     "expand-pipelines",
     "expand-pytree-copies",
+    "expand-min-max",
     "expand-windows",
     "assign-addresses",
     "convert-copy-to-dma",

@@ -69,7 +69,14 @@ from copyir.dialects.copy import (
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc, Note
-from copyir.index import Dims, bounds_over, evaluate, row_major_strides, substitute
+from copyir.index import (
+    Dims,
+    Pieces,
+    bounds_over,
+    evaluate,
+    row_major_strides,
+    substitute_sets,
+)
 from copyir.locations import loc_of
 from copyir.target import DEFAULT, Target, get_target
 
@@ -173,7 +180,7 @@ def _check_kind(
     """The walk's checks of an op that is not `_plain`, in their order."""
     if isinstance(op, DmaOp | SyncCopyOp | AsyncCopyOp):
         op.verify_accesses(accesses)
-    budget.count(op, domain)  # before any work at every point of a domain
+    budget.count(op, domain, accesses)  # before any work at every point
     if domain.loops:
         _check_over_domain(op, accesses, domain)
     if isinstance(op, PipelineOp):
@@ -221,14 +228,15 @@ class Budget:
     """What a kernel's run will hold, counted as the walk meets each op,
     against `copyir.limits`: every loop nest's iterations, and the stream
     instructions it runs in all (each once per iteration of the loops
-    around it, conditions not counted: the run expands them so). What
+    around it, conditions not counted: the run expands them so; an op that
+    reads a min or max once per piece, as `expand-min-max` copies it). What
     this accepts, the stream validator accepts."""
 
     events: int = 0
     around: tuple[str, Loc | None] | None = None
     """The outermost loop or pipeline being walked, which errors name."""
 
-    def count(self, op: Operation, domain: Domain) -> None:
+    def count(self, op: Operation, domain: Domain, accesses: Accesses) -> None:
         if isinstance(op, ForOp | PipelineOp):
             what = _describe_loop(op)
             if not domain.loops:
@@ -240,7 +248,7 @@ class Budget:
                         what=what, count=total, limit=limits.MAX_ITERATIONS
                     )
                 )
-        self.events += domain.size * instructions(op)
+        self.events += domain.size * instructions(op) * accesses.pieces(op)
         if self.events > limits.MAX_EVENTS:
             inside = domain.loops or isinstance(op, ForOp | PipelineOp)
             what, loc = (
@@ -382,12 +390,11 @@ def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
         return domain.inside(loops)
     if isinstance(op, WhenOp):
         args = [accesses.index(a) for a in op.args]
-        sets = tuple(substitute(s.data, args) for s in op.condition.data)
-        return domain.when(sets)
+        return domain.when(substitute_sets([s.data for s in op.condition.data], args))
     return domain
 
 
-def _values_at(value: int | AffineExpr, dims: Dims) -> np.ndarray:
+def _values_at(value: int | AffineExpr | Pieces, dims: Dims) -> np.ndarray:
     return np.asarray(value) if isinstance(value, int) else evaluate(value, dims)
 
 
@@ -403,7 +410,7 @@ def _fail_at(domain: Domain, point: dict[int, int], raise_static) -> None:
     raise AssertionError("the static check passed where the domain check failed")
 
 
-def _value_at(value: int | AffineExpr, point: dict[int, int]) -> int:
+def _value_at(value: int | AffineExpr | Pieces, point: dict[int, int]) -> int:
     if isinstance(value, int):
         return value
     dims = {dim: np.array([index]) for dim, index in point.items()}
@@ -449,7 +456,7 @@ def _check_address_limit(values, accesses: Accesses, domain: Domain) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _bounded(expr: AffineExpr, domain: Domain) -> bool:
+def _bounded(expr: AffineExpr | Pieces, domain: Domain) -> bool:
     """Whether the expression stays below `limits.MAX_OFFSET` over the
     domain: a pure function of the two, remembered, as the ends of DMAs
     written alike in one loop ask alike."""
@@ -465,7 +472,7 @@ def _index_ranges(domain: Domain) -> Callable[[int], tuple[int, int]]:
 
 
 def _check_limit(
-    expr: AffineExpr, extents: Callable[[int], tuple[int, int]], name: str
+    expr: AffineExpr | Pieces, extents: Callable[[int], tuple[int, int]], name: str
 ) -> None:
     if bounds_over(expr, extents, limits.MAX_OFFSET) is None:
         raise _over_limit(name)
@@ -488,13 +495,15 @@ def _check_block_limit(
     item = type.window_type.dtype.itemsize
     scales = row_major_strides(type.get_shape(), factor=item)
     for index, dim, scale in zip(block, type.block_dims, scales, strict=True):
-        if isinstance(index, AffineExpr) and not isinstance(index, AffineConstantExpr):
+        if isinstance(index, AffineExpr | Pieces) and not isinstance(
+            index, AffineConstantExpr
+        ):
             size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
             _check_limit(index * (scale * size), extents, name)
 
 
 def _check_slot_limit(
-    type: BufferedRefType, slot: AffineExpr, domain: Domain, name: str
+    type: BufferedRefType, slot: AffineExpr | Pieces, domain: Domain, name: str
 ) -> None:
     """The byte offset of a window's slot in its buffer, bounded like a DMA
     end's address."""
@@ -505,7 +514,7 @@ def _check_slot_limit(
 
 @functools.lru_cache(maxsize=4096)
 def _first_outside(
-    expr: int | AffineExpr, last: int, domain: Domain
+    expr: int | AffineExpr | Pieces, last: int, domain: Domain
 ) -> dict[int, int] | None:
     """The first point of the domain where a subscript's start leaves
     `[0, last]`, or None: a pure function of the three, remembered, as views

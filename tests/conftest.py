@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 LOOP_EXAMPLES = frozenset(
     {
+        "loop_clamp.cpy",
         "loop_compute.cpy",
         "loop_double_buffer.cpy",
         "loop_prologue_epilogue.cpy",

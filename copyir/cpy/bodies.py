@@ -17,6 +17,7 @@ from xdsl.ir.affine import AffineMap
 from copyir import errors
 from copyir.attributes import i64_array
 from copyir.cpy.expressions import (
+    COMBINES,
     Affine,
     checked,
     condition,
@@ -303,7 +304,16 @@ class BodyBuilder(OptionReader):
         scope = _MapScope(self, names)
         affine = Affine(scope)
         affine.dims = list(scope.values.values())
-        exprs = [checked(self, r, affine.expr(r)) for r in results if r is not None]
+        results = [r for r in results if r is not None]
+        for call in (c for r in results if isinstance(r, Tree) for c in _calls(r)):
+            if call.children[0] in COMBINES:
+                raise self.error(
+                    call,
+                    errors.INDEX_MAP_MIN_MAX.format(
+                        name=ref, expr=self.source(call), call=call.children[0]
+                    ),
+                )
+        exprs = [checked(self, r, affine.expr(r)) for r in results]
         return AffineMapAttr(AffineMap(rank, 0, tuple(exprs)))
 
     def map_parameters(self, params: Tree | Token, ref: str) -> list[Token]:
@@ -376,3 +386,8 @@ def _option_token(items: list[Tree], name: str) -> Token:
 
 _INOUT_OPTIONS = _SPEC_OPTIONS | {"buffers": "counts"}
 _DIRECTIONS = {"in_spec": IN, "out_spec": OUT, "inout_spec": INOUT}
+
+
+def _calls(tree: Tree):
+    """The calls in an expression (`min(i, 6)`), outermost first."""
+    return tree.find_pred(lambda t: t.data == "call")

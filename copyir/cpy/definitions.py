@@ -13,7 +13,6 @@ from copyir.attributes import segment_sizes
 from copyir.compute import Apply, Operand
 from copyir.cpy.expressions import (
     Affine,
-    checked,
     computation,
     in_print_order,
     strip_parens,
@@ -113,8 +112,11 @@ class DefinitionBuilder(OptionReader):
         else:  # an index value: `slot = i % 2`
             hint = (Note(errors.HINT_COMPUTE.format(name=name)),)
             affine = Affine(self, hint)
-            expr = checked(self, rhs, affine.expr(rhs))
-            (expr,), dims = in_print_order([expr], affine.dims)
+            combine, exprs = affine.results(rhs)
+            if combine is not None:
+                self.define(name, self.combined(combine, exprs, affine.dims))
+                return
+            (expr,), dims = in_print_order(exprs, affine.dims)
             op = self.emit(IndexOp, dims, [INDEX], {"map": affine_map(expr, len(dims))})
             self.define(name, op.results[0])
 

@@ -7,7 +7,9 @@ each takes what it allows:
   semaphore index, `slot = i % 2`) becomes an xDSL `AffineExpr` over the
   index values it names, dimension k being the k-th of them in order of
   first appearance; xDSL's own arithmetic builds it, so that a product of
-  two index values is refused where xDSL refuses it;
+  two index values is refused where xDSL refuses it; a whole index may be
+  `min(a, b, ...)` or `max(...)` of such expressions (`Affine.results`,
+  a `copy.index min`);
 - a `when` condition becomes an or of `AffineSet`s (its disjunctive normal
   form, `copyir.index.comparison` for each comparison);
 - a computation becomes the prefix form of `copyir.compute`.
@@ -55,6 +57,8 @@ _DIVISIONS = {
     "mod": AffineBinaryOpKind.Mod,
 }
 _COMPUTE_OPERATIONS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div"}
+COMBINES = ("min", "max")
+"""The calls that may make a whole index (`copy.index min`)."""
 
 Constraints = tuple[AffineConstraintExpr, ...]
 
@@ -126,6 +130,13 @@ class Affine:
             return -self.expr(children[0], depth + 1)
         if kind == "call" and children[0] == "ceildiv" and len(children) == 3:
             return self.division(tree, AffineBinaryOpKind.CeilDiv, children[1:], depth)
+        if kind == "call" and children[0] in COMBINES:
+            raise self.source.error(
+                tree,
+                errors.INDEX_MIN_MAX_INSIDE.format(
+                    expr=self.source.source(tree), name=children[0]
+                ),
+            )
         if kind == "call" and children[0] == "ds":
             raise self.source.error(
                 tree, errors.DS_MISPLACED.format(expr=self.source.source(tree))
@@ -146,6 +157,22 @@ class Affine:
                 expr=self.source.source(tree), what=self.what(tree)
             ),
         )
+
+    def results(self, tree: Tree) -> tuple[str | None, list[AffineExpr]]:
+        """A whole index: its expression (no combine), or the expressions a
+        `min(...)` or `max(...)` combines, each checked."""
+        inner = strip_parens(tree)
+        if not is_call(inner, "min") and not is_call(inner, "max"):
+            return None, [checked(self.source, tree, self.expr(tree))]
+        name, *args = _operands(inner)
+        if len(args) < 2:
+            raise self.source.error(
+                tree,
+                errors.INDEX_MIN_MAX_ARGUMENTS.format(
+                    expr=self.source.source(tree), name=name, count=len(args)
+                ),
+            )
+        return str(name), [checked(self.source, a, self.expr(a, 1)) for a in args]
 
     def sum(self, tree: Tree, depth: int) -> AffineExpr:
         """A flat chain `a + b - c` (the grammar nests it to the left, one
@@ -435,6 +462,7 @@ def _operands(tree: Tree) -> list[Any]:
 
 
 __all__ = [
+    "COMBINES",
     "MAX_CONDITION_SETS",
     "Affine",
     "call_args",

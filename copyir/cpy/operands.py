@@ -24,6 +24,8 @@ from copyir.cpy.expressions import (
 from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
     DYNAMIC,
+    Combine,
+    CombineAttr,
     IndexOp,
     RefType,
     SemaphoreArrayType,
@@ -205,13 +207,26 @@ class OperandBuilder(ScopedBuilder):
 
     def index_value(self, tree: Tree) -> int | SSAValue:
         """An index expression: an integer when it folds to one, the value a
-        bare name names, or a new copy.index."""
+        bare name names, or a new copy.index (of a min or max too)."""
         affine = Affine(self)
-        expr = checked(self, tree, affine.expr(tree))
+        combine, exprs = affine.results(tree)
+        if combine is not None:
+            return self.combined(combine, exprs, affine.dims)
+        (expr,) = exprs
         if isinstance(expr, AffineConstantExpr):
             return expr.value
         (expr,), dims = in_print_order([expr], affine.dims)
         return self.index_of(expr, dims)
+
+    def combined(
+        self, combine: str, exprs: list[AffineExpr], dims: list[SSAValue]
+    ) -> SSAValue:
+        """A `copy.index min` (or max) of the expressions over `dims`."""
+        exprs, dims = in_print_order(exprs, dims)
+        map = AffineMapAttr(AffineMap(len(dims), 0, tuple(exprs)))
+        kind = CombineAttr(Combine(combine))
+        op = self.emit(IndexOp, dims, [INDEX], {"map": map, "combine": kind})
+        return op.results[0]
 
     def index_of(self, expr: AffineExpr, dims: list[SSAValue]) -> SSAValue:
         if isinstance(expr, AffineDimExpr):

@@ -330,7 +330,7 @@ class _KernelPrinter:
             return str(value)
         owner = value.owner
         if owner in self.inline and isinstance(owner, IndexOp):
-            return format_expr(owner.map.data.results[0], self.arg_names(owner.args))
+            return _index_text(owner, self.arg_names(owner.args))
         return self.names[value]
 
     def arg_names(self, values: Sequence[SSAValue]) -> list[str]:
@@ -409,11 +409,11 @@ class _KernelPrinter:
     def index_expression(self, op: IndexOp) -> str:
         """`i % 2`; `i + 0` for a bare index (`slot = i` would be an alias)."""
         affine_map = op.map.data
-        if len(affine_map.results) != 1 or affine_map.num_dims != len(op.args):
+        if not op.well_formed():
             return f"# a copy.index the authoring syntax cannot write: {affine_map}"
-        expr = affine_map.results[0]
-        text = format_expr(expr, self.arg_names(op.args))
-        return f"{text} + 0" if isinstance(expr, AffineDimExpr) else text
+        text = _index_text(op, self.arg_names(op.args))
+        bare = op.combine is None and isinstance(affine_map.results[0], AffineDimExpr)
+        return f"{text} + 0" if bare else text
 
     def loop(self, op: ForOp) -> str:
         names = ", ".join(self.names[i] for i in op.indices)
@@ -576,12 +576,19 @@ def _inline_candidate(value: SSAValue, user: Operation) -> bool:
         return False
     if isinstance(owner, IndexOp):
         affine_map = owner.map.data
-        return not (
-            len(affine_map.results) != 1
-            or affine_map.num_dims != len(owner.args)
-            or isinstance(affine_map.results[0], AffineConstantExpr | AffineDimExpr)
+        return owner.well_formed() and (
+            owner.combine is not None
+            or not isinstance(affine_map.results[0], AffineConstantExpr | AffineDimExpr)
         )
     return True
+
+
+def _index_text(op: IndexOp, names: Sequence[str]) -> str:
+    """`8 * i + 8`; `min(128 * i, 872)` for a min (of a well-formed op)."""
+    texts = [format_expr(r, names) for r in op.map.data.results]
+    if op.combine is None:
+        return texts[0]
+    return f"{op.combine.data.value}({', '.join(texts)})"
 
 
 def _inline_candidate_kind(op: Operation) -> bool:

@@ -1,6 +1,8 @@
 """Integers and booleans of a kernel's jaxpr: index expressions and
-conditions (`symbols`), grid indices, and Python's `%` and `//` as the
-`jit`s `jnp.remainder` and `jnp.floor_divide` make of them.
+conditions (`symbols`), grid indices, Python's `%` and `//` as the
+`jit`s `jnp.remainder` and `jnp.floor_divide` make of them, and
+`jnp.minimum`/`jnp.maximum`/`jnp.clip`/`lax.clamp` of indices (a
+`copy.index min` or `max`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.ir.affine import AffineExpr
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from copyir import errors
-from copyir.cpy.expressions import MAX_CONDITION_SETS
+from copyir.cpy.expressions import MAX_CONDITION_SETS, in_print_order
+from copyir.dialects.copy import IndexOp
 from copyir.errors import CopyIRError
 from copyir.pallas.arrays import Arrays
 from copyir.pallas.symbols import (
@@ -26,7 +29,7 @@ from copyir.pallas.symbols import (
     folded,
 )
 from copyir.pallas.values import Vector
-from copyir.pallas.walker import Value, is_integer, known
+from copyir.pallas.walker import Value, is_array, is_integer, known
 
 
 class Integers(Arrays):
@@ -48,6 +51,36 @@ class Integers(Arrays):
             *exprs
         )
         return folded(result)
+
+    def extremum(self, eqn, args: list[Value]) -> Any:
+        """`min` and `max` (`jnp.minimum`, `jnp.maximum`, and `jnp.clip`'s
+        jit of them) of index values, as kernels clamp their last block: a
+        `copy.index min` (or max) of the two expressions, whose value is a
+        new dimension of the importer's expressions (so that
+        `jnp.minimum(i, 7) * 128` is affine in it). Of arrays: a
+        computation."""
+        if is_array(eqn) or any(isinstance(a, Vector | float) for a in args):
+            return self.vector(eqn, args)
+        if all(known(a) for a in args):
+            return self.evaluate(eqn, args)
+        return self.combined(eqn.primitive.name, args)
+
+    def clamp(self, eqn, args: list[Value]) -> Any:
+        """`lax.clamp(lo, x, hi)` of index values: `min(max(x, lo), hi)`."""
+        if is_array(eqn) or any(isinstance(a, Vector | float) for a in args):
+            return self.vector(eqn, args)
+        if all(known(a) for a in args):
+            return self.evaluate(eqn, args)
+        lo, x, hi = args
+        return self.combined("min", [self.combined("max", [x, lo]), hi])
+
+    def combined(self, kind: str, args: Sequence[Value]) -> Integer:
+        """A new `copy.index min` (or max) of the integers, as a dimension."""
+        exprs, dims = in_print_order([as_expr(a) for a in args], self.dims)
+        if None in dims:  # an index map's grid dimensions have no values
+            raise self.unsupported(f"`jnp.{_JNP[kind]}` in an index map")
+        index = IndexOp(AffineMap(len(dims), 0, tuple(exprs)), dims, combine=kind)
+        return self.dim(self.emit(index).results[0])
 
     def division(self, kind: str, args: list[Value]) -> Integer:
         """`a // b` or `a % b` (Python's, as jnp's floor_divide and
@@ -135,6 +168,10 @@ class Integers(Arrays):
         if axis >= len(self.grid):
             raise self.unsupported(f"`num_programs({axis})` outside the grid")
         return self.grid[axis]
+
+
+_JNP = {"min": "minimum", "max": "maximum"}
+"""What a kernel calls the `min` and `max` primitives."""
 
 
 def named_division(kind: str) -> Callable:

@@ -724,6 +724,7 @@ def block_sum(x: np.ndarray) -> np.ndarray:
 
 
 EXAMPLE_RESULTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "loop_clamp.cpy": lambda x: x,
     "loop_compute.cpy": lambda x: np.float32(2) * x + np.float32(1),
     "loop_double_buffer.cpy": lambda x: x,
     "loop_prologue_epilogue.cpy": lambda x: x,

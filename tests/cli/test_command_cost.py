@@ -33,6 +33,7 @@ verify                Check the program; report its first error at its line.
                           The target whose capacities bound each buffer.
 expand-pipelines      Lower each pipeline to loops of asynchronous window copies.
 expand-pytree-copies  Expand each sync_copy into a semaphore, the starts, then the waits.
+expand-min-max        Split each op that reads a min or max index into its affine pieces.
 expand-windows        Turn BufferedRefs into window buffers and their copies into DMAs.
 assign-addresses      Lay out buffers in their memory spaces and number the semaphores.
                         target: str = default

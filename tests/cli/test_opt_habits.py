@@ -384,7 +384,8 @@ def test_list_passes_shows_each_option(capsys):
         (
             "assign-adresses",
             "Unknown pass assign-adresses (did you mean assign-addresses?) (passes: "
-            "verify, expand-pipelines, expand-pytree-copies, expand-windows, assign-addresses, "
+            "verify, expand-pipelines, expand-pytree-copies, expand-min-max, "
+            "expand-windows, assign-addresses, "
             "cse, convert-copy-to-dma)",
         ),
         (

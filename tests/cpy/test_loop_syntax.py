@@ -676,8 +676,18 @@ def _in_loop(statement: str) -> str:
             18,
         ),
         (
-            "copy_start x[max(i, 1)] -> y, s",
-            errors.INDEX_OPERATOR.format(expr="max(i, 1)", what="max(...)"),
+            "copy_start x[abs(i)] -> y, s",
+            errors.INDEX_OPERATOR.format(expr="abs(i)", what="abs(...)"),
+            18,
+        ),
+        (
+            "copy_start x[max(i, 1) + 1] -> y, s",
+            errors.INDEX_MIN_MAX_INSIDE.format(expr="max(i, 1)", name="max"),
+            18,
+        ),
+        (
+            "copy_start x[max(i)] -> y, s",
+            errors.INDEX_MIN_MAX_ARGUMENTS.format(expr="max(i)", name="max", count=1),
             18,
         ),
         (

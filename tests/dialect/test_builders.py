@@ -85,6 +85,17 @@ kernel loop(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
 }
 """
 
+CLAMPED = """\
+kernel clamped(x: f32[60, 128] @hbm) {
+  buf = alloc f32[16, 128] @vmem
+  for i in range(4) {
+    start = min(16 * i, 44)
+    sync_copy x[ds(start, 16)] -> buf
+    sync_copy x[ds(max(16 * i - 4, 0), 16)] -> buf
+  }
+}
+"""
+
 PIPELINE = """\
 kernel scale(x: f32[64, 256] @hbm, y: f32[64, 256] @hbm) {
   pipeline grid=(4, 2)
@@ -179,6 +190,36 @@ def loop_with_when() -> ModuleOp:
     return ModuleOp([k])
 
 
+def clamped() -> ModuleOp:
+    """`copy.index min` and `max` as the builders make them."""
+    k = KernelOp("clamped", [("x", hbm(60, 128))])
+    (x,) = k.params
+    buf = AllocOp(vmem(16, 128), "buf")
+    loop = ForOp([0], [4], ["i"])
+    (i,) = loop.indices
+    d0, rows = AffineExpr.dimension(0), [(DYNAMIC, 16, False)]
+    low = IndexOp(
+        AffineMap(1, 0, (d0 * 16 - 4, AffineExpr.constant(0))), [i], combine="max"
+    )
+    start = IndexOp(
+        AffineMap(1, 0, (d0 * 16, AffineExpr.constant(44))), [i], "start", "min"
+    )
+    first = ViewOp(x, rows, dynamic=[start.result])
+    second = ViewOp(x, rows, dynamic=[low.result])
+    loop.body.block.add_ops(
+        [
+            start,
+            first,
+            SyncCopyOp(LEAF, [first.result], LEAF, [buf.result]),
+            low,
+            second,
+            SyncCopyOp(LEAF, [second.result], LEAF, [buf.result]),
+        ]
+    )
+    k.body.block.add_ops([buf, loop])
+    return ModuleOp([k])
+
+
 def pipeline() -> ModuleOp:
     k = KernelOp("scale", [("x", hbm(64, 256)), ("y", hbm(64, 256))])
     block = [BlockDimAttr(BLOCKED, 16), BlockDimAttr(BLOCKED, 128)]
@@ -233,6 +274,7 @@ def compute() -> ModuleOp:
 PROGRAMS = {
     "static DMAs": (static_dmas, STATIC_DMAS),
     "a loop with when": (loop_with_when, LOOP_WITH_WHEN),
+    "min and max": (clamped, CLAMPED),
     "a pipeline": (pipeline, PIPELINE),
     "parallel grids": (parallel_grids, PARALLEL_GRIDS),
     "a compute": (compute, COMPUTE),

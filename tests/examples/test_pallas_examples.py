@@ -49,6 +49,7 @@ def rows(shape: tuple[int, int]) -> np.ndarray:
 
 
 EXPECTED = {
+    "clamped_blocks": lambda: 2 * rows((100, 128)),
     "double_buffer": lambda: 2 * rows((64, 128)),
     "grid_blockspec": lambda: 2 * rows((32, 256)) + np.float32(0.5) - 1,
     "emit_pipeline": lambda: rows((32, 256)) + 1,

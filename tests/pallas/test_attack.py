@@ -216,12 +216,13 @@ def test_deeply_nested_when_on_ne_lowers_to_few_condition_sets():
     "index, what",
     [
         (lambda i: lax.div(i - 4, 2) + 2, "`div` of index values"),
-        (lambda i: jnp.minimum(i, 7), "`min` of index values"),
+        (lambda i: lax.rem(i - 4, 3) + 2, "`rem`"),
     ],
 )
 def test_an_integer_operation_on_an_index_and_a_constant_is_named(index, what):
-    """`lax.div` truncates (it is not `//`), `min` is not affine: refused,
-    and the message does not call the constant an array."""
+    """`lax.div` and `lax.rem` truncate (they are not `//` and `%`):
+    refused, and the message does not call the constant an array. (`min`
+    was here: it is an index now, tests/pallas/test_compare.py.)"""
 
     def kernel(x, y, sem):
         def body(i, c):

@@ -25,6 +25,7 @@ from copyir.pallas.compare import compare  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "pallas"))
+import clamped_blocks  # noqa: E402
 import double_buffer  # noqa: E402
 import grid_blockspec  # noqa: E402
 import race  # noqa: E402
@@ -37,7 +38,7 @@ def known(comparison) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "example", [double_buffer, sync_copy_tree, grid_blockspec, race]
+    "example", [double_buffer, sync_copy_tree, grid_blockspec, race, clamped_blocks]
 )
 def test_the_examples_agree_in_both_modes(example):
     comparison = compare(example.main)
@@ -322,6 +323,91 @@ def test_multiple_of_agrees_with_interpret_mode():
     comparison = compare(lambda: hbm_call(kernel)(X))
     assert comparison.status == "agrees", comparison.report()
     assert len(comparison.runs["on_wait"][0].events) == 8
+
+
+def clamped_kernel(x, y, buf, sem):
+    """16 rows in blocks of 6: the last block clamped to start at row 10
+    (`jnp.minimum`), overlapping the second, every block full."""
+
+    def body(i, carry):
+        rows = pl.ds(jnp.minimum(i * 6, 10), 6)
+        pltpu.sync_copy(x.at[rows], buf.at[pl.ds(0, 6)])
+        pltpu.sync_copy(buf.at[pl.ds(0, 6)], y.at[rows])
+        return carry
+
+    jax.lax.fori_loop(0, 3, body, 0)
+
+
+def test_a_clamped_last_block_agrees_with_interpret_mode():
+    """`jnp.minimum` of index values, imported as a `copy.index min`, side
+    by side with interpret mode: outputs bit for bit, schedules event for
+    event, in both modes."""
+    from copyir.dialects.copy import IndexOp
+    from copyir.pallas import import_kernels
+
+    (imported,) = import_kernels(hbm_call(clamped_kernel), X)
+    (clamp,) = [
+        op
+        for op in imported.module.walk()
+        if isinstance(op, IndexOp) and op.combine is not None
+    ]
+    assert clamp.expression_text() == "min(6 * i, 10)"
+    comparison = compare(lambda: hbm_call(clamped_kernel)(X))
+    assert comparison.status == "agrees", comparison.report()
+    for ours, theirs in comparison.runs.values():
+        assert len(ours.events) == 12 and ours.events == theirs.events
+        assert ours.outputs is not None and theirs.outputs is not None
+        assert [o.tobytes() for o in ours.outputs] == [
+            t.tobytes() for t in theirs.outputs
+        ]
+
+
+def test_a_maximum_then_scaled_agrees_with_interpret_mode():
+    """`jnp.maximum(i - 1, 0) * 4`, arithmetic on a max, and a
+    `jnp.minimum` of three values: imported and compared side by side."""
+
+    def kernel(x, y, buf, sem):
+        def body(i, carry):
+            first = jnp.maximum(i - 1, 0) * 4
+            last = jnp.minimum(jnp.minimum(i * 4 + 4, 12), first + 8)
+            pltpu.sync_copy(x.at[pl.ds(first, 4)], buf.at[pl.ds(0, 4)])
+            pltpu.sync_copy(buf.at[pl.ds(0, 4)], y.at[pl.ds(last, 4)])
+            return carry
+
+        pltpu.sync_copy(x, y)
+        jax.lax.fori_loop(0, 4, body, 0)
+
+    comparison = compare(lambda: hbm_call(kernel)(X))
+    assert comparison.status == "agrees", comparison.report()
+    ours, theirs = comparison.runs["on_wait"]
+    assert ours.events and ours.events == theirs.events
+
+
+@pytest.mark.parametrize(
+    "clip",
+    [
+        lambda i: jnp.clip(i * 6 - 3, 0, 10),
+        lambda i: jax.lax.clamp(0, i * 6 - 3, 10),
+    ],
+    ids=["jnp.clip", "lax.clamp"],
+)
+def test_a_clipped_start_agrees_with_interpret_mode(clip):
+    """`jnp.clip` (a jit of max and min) and `lax.clamp` of an index: its
+    max, then its min, compared side by side."""
+
+    def kernel(x, y, buf, sem):
+        def body(i, carry):
+            rows = pl.ds(clip(i), 6)
+            pltpu.sync_copy(x.at[rows], buf.at[pl.ds(0, 6)])
+            pltpu.sync_copy(buf.at[pl.ds(0, 6)], y.at[rows])
+            return carry
+
+        jax.lax.fori_loop(0, 4, body, 0)
+
+    comparison = compare(lambda: hbm_call(kernel)(X))
+    assert comparison.status == "agrees", comparison.report()
+    ours, theirs = comparison.runs["on_wait"]
+    assert len(ours.events) == 16 and ours.events == theirs.events
 
 
 @pytest.mark.parametrize(

@@ -1008,3 +1008,67 @@ def test_what_the_corpus_found_is_not_supported_yet_not_a_crash():
             run(f, mode="eager")
         message = str(caught.value)
         assert any(message.startswith(f"{w} is not supported yet") for w in whats)
+
+
+def test_minimum_and_maximum_of_indices_import_as_min_and_max():
+    """`jnp.minimum`/`jnp.maximum` (lax `min`/`max`) of index values, as
+    kernels clamp their last block: a named `min` or `max` index each,
+    which later arithmetic (`* 6`, `- 4`) and another max take as a name."""
+
+    def clamped(x, y, buf, sem):
+        def body(i, carry):
+            start = jnp.minimum(i * 6, 10)
+            c = pltpu.make_async_copy(x.at[pl.ds(start, 6)], buf.at[pl.ds(0, 6)], sem)
+            c.start()
+            c.wait()
+            last = jnp.maximum(jnp.minimum(i, 1) * 6, start - 4)
+            c = pltpu.make_async_copy(buf.at[pl.ds(0, 6)], y.at[pl.ds(last, 6)], sem)
+            c.start()
+            c.wait()
+            return carry
+
+        jax.lax.fori_loop(0, 3, body, 0)
+
+    def f():
+        scratch = [pltpu.VMEM((16, 128), jnp.float32), pltpu.SemaphoreType.DMA]
+        return hbm_call(clamped, X, scratch)
+
+    assert imported_text(f) == written(
+        """
+        kernel clamped(x: f32[16, 128] @hbm, y: f32[16, 128] @hbm) {
+          buf = alloc f32[16, 128] @vmem
+          sem = semaphore
+          for i in range(3) {
+            v0 = min(6 * i, 10)
+            copy_start x[ds(v0, 6), :] -> buf[0:6, :], sem
+            copy_wait x[ds(v0, 6), :] -> buf[0:6, :], sem
+            v5 = min(i, 1)
+            v6 = max(6 * v5, v0 - 4)
+            copy_start buf[0:6, :] -> y[ds(v6, 6), :], sem
+            copy_wait buf[0:6, :] -> y[ds(v6, 6), :], sem
+          }
+        }
+        """
+    )
+
+
+def test_minimum_in_an_index_map_is_not_supported_yet():
+    def copy(x_ref, y_ref):
+        y_ref[...] = x_ref[...]
+
+    def f(x):
+        return pl.pallas_call(
+            copy,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(2,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (jnp.minimum(i, 1), 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        )(x)
+
+    with pytest.raises(copyir.CopyIRError) as caught:
+        import_kernels(f, X)
+    line = line_of(f, "jnp.minimum")
+    assert caught.value.loc.line == line
+    assert str(caught.value) == errors.PALLAS_UNSUPPORTED.format(
+        what="`jnp.minimum` in an index map", where=f" ({_shown(f)}:{line})"
+    )

@@ -405,6 +405,7 @@ def test_opt_lists_passes(capsys):
         "verify",
         "expand-pipelines",
         "expand-pytree-copies",
+        "expand-min-max",
         "expand-windows",
         "assign-addresses",
         "cse",

@@ -35,6 +35,8 @@ from .control import (
     ARBITRARY,
     PARALLEL,
     SEMANTICS,
+    Combine,
+    CombineAttr,
     DimensionSemantics,
     DimensionSemanticsAttr,
     ForOp,
@@ -133,6 +135,7 @@ Copy = Dialect(
         PipelineSpecAttr,
         DmaActionAttr,
         DimensionSemanticsAttr,
+        CombineAttr,
     ],
 )
 for _op in Copy.operations:
@@ -165,6 +168,8 @@ __all__ = [
     "BufferedCopyOp",
     "BufferedRefOp",
     "BufferedRefType",
+    "Combine",
+    "CombineAttr",
     "ComputeOp",
     "Copy",
     "CopyOp",

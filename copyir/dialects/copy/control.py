@@ -1,5 +1,6 @@
 """Control flow: counted loops and grids (`copy.for`) with their dimension
-semantics, index values affine in loop indices (`copy.index`) and
+semantics, index values affine in loop indices, or their min or max
+(`copy.index`), and
 conditions on them (`copy.when`)."""
 
 from __future__ import annotations
@@ -295,54 +296,125 @@ class ForOp(GridOp):
         print_body(printer, self.body)
 
 
+class Combine(StrEnum):
+    """How a `copy.index` of several results combines them: their least or
+    their greatest (MLIR's `affine.min` and `affine.max`), as kernels clamp
+    an index (`min(128 * i, 872)`)."""
+
+    MIN = "min"
+    MAX = "max"
+
+
+@irdl_attr_definition
+class CombineAttr(EnumAttribute[Combine], SpacedOpaqueSyntaxAttribute):
+    """`#copy<combine min>`: the `combine` property of a `copy.index`."""
+
+    name = "copy.combine"
+
+
 @irdl_op_definition
 class IndexOp(CopyOp):
     """An index value, affine in others: `%slot = copy.index
-    affine_map<(d0) -> (d0 mod 2)>(%i)`, dimension k being operand k."""
+    affine_map<(d0) -> (d0 mod 2)>(%i)`, dimension k being operand k; or
+    the least or greatest of the map's results, `%s = copy.index min
+    affine_map<(d0) -> (d0 * 128, 872)>(%i)` (not affine: see
+    `copyir.index.Pieces` for how the checks and the lowering stay exact)."""
 
     name = "copy.index"
 
     args = var_operand_def(IndexType)
     map = prop_def(AffineMapAttr)
+    combine = opt_prop_def(CombineAttr)
     result = result_def(IndexType)
 
     traits = traits_def(Pure())
 
-    assembly_format = "$map `(` $args `)` attr-dict"
-
     def __init__(
-        self, map: AffineMap, args: Sequence[SSAValue], name: str | None = None
+        self,
+        map: AffineMap,
+        args: Sequence[SSAValue],
+        name: str | None = None,
+        combine: Combine | str | None = None,
     ):
+        """The map's one result of `args`; with `combine` (`min` or
+        `max`), the least or greatest of its results."""
+        properties: dict[str, Attribute] = {"map": AffineMapAttr(map)}
+        if combine is not None:
+            properties["combine"] = CombineAttr(Combine(combine))
         super().__init__(
-            operands=[args],
-            properties={"map": AffineMapAttr(map)},
-            result_types=[IndexType()],
+            operands=[args], properties=properties, result_types=[IndexType()]
         )
         set_name(self.result, name)
+
+    @property
+    def combine_kind(self) -> Combine | None:
+        return None if self.combine is None else self.combine.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IndexOp:
+        properties: dict[str, Attribute] = {}
+        for kind in Combine:
+            if parser.parse_optional_keyword(kind.value) is not None:
+                properties["combine"] = CombineAttr(kind)
+                break
+        properties["map"] = parser.parse_attribute()
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        attributes = parser.parse_optional_attr_dict()
+        operands = [parser.resolve_operand(a, IndexType()) for a in args]
+        return cls.create(
+            operands=operands,
+            properties=properties,
+            attributes=attributes,
+            result_types=[IndexType()],
+        )
+
+    def print(self, printer: Printer) -> None:
+        if self.combine is not None:
+            printer.print_string(f" {self.combine.data.value}")
+        printer.print_string(" ")
+        printer.print_attribute(self.map)
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
 
     def expression_text(self) -> str:
         """The index expression in the authoring syntax, for messages."""
         from copyir.index import format_expr
 
         affine_map = self.map.data
-        if len(affine_map.results) != 1 or affine_map.num_dims != len(self.args):
+        if not self.well_formed():
             return str(affine_map)
-        return format_expr(affine_map.results[0], [describe(a) for a in self.args])
+        names = [describe(a) for a in self.args]
+        texts = [format_expr(r, names) for r in affine_map.results]
+        if self.combine is None:
+            return texts[0]
+        return f"{self.combine.data.value}({', '.join(texts)})"
 
     def result_text(self) -> str:
         return self.expression_text()
 
+    def well_formed(self) -> bool:
+        """One result, or with `combine` two or more, of as many dimensions
+        as operands, and no symbols."""
+        affine_map = self.map.data
+        results = len(affine_map.results)
+        return (
+            (results == 1 if self.combine is None else results >= 2)
+            and affine_map.num_dims == len(self.args)
+            and not affine_map.num_symbols
+        )
+
     def check(self) -> None:
         affine_map = self.map.data
-        if (
-            len(affine_map.results) != 1
-            or affine_map.num_dims != len(self.args)
-            or affine_map.num_symbols
-        ):
+        if not self.well_formed():
+            count = "one" if self.combine is None else "two or more"
             raise CopyIRError(
                 errors.MALFORMED_INDEX.format(
                     why=f"its map {affine_map} does not take "
-                    f"{len(self.args)} indices to one"
+                    f"{len(self.args)} indices to {count}"
                 )
             )
         check_evaluable(affine_map.results)

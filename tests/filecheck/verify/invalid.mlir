@@ -218,6 +218,26 @@ copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
 
 // -----
 
+// A min of one result: `copy.index min` takes the least of two or more.
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  copy.for %i in range(0, 8) {
+    // expected-error@+1 {{Malformed index value: its map (d0) -> (d0) does not take 1 indices to two or more}}
+    %m = copy.index min affine_map<(d0) -> (d0)>(%i)
+  }
+}
+
+// -----
+
+// Two results and no combine: which one would be the index?
+copy.kernel @k(%x : !copy.ref<8x128xf32, hbm>) {
+  copy.for %i in range(0, 8) {
+    // expected-error@+1 {{Malformed index value: its map (d0) -> (d0, 3) does not take 1 indices to one}}
+    %m = "copy.index"(%i) <{map = affine_map<(d0) -> (d0, 3)>}> : (index) -> index
+  }
+}
+
+// -----
+
 // An index expression nests at most 100 operations deep (a deeper one
 // would exhaust Python's recursion in xDSL's hashing and printing).
 copy.kernel @k(%x: !copy.ref<64x128xf32, hbm>, %y: !copy.ref<64x128xf32, hbm>) {
