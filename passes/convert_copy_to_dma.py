@@ -337,7 +337,8 @@ class _Lowering:
             out.append(self.loop(op, context))
             return
         if isinstance(op, WhenOp):
-            args = [self.accesses.index(a) for a in op.args]
+            # expand-min-max left no pieces: every index is one expression.
+            args = cast(list[AffineExpr], [self.accesses.index(a) for a in op.args])
             sets = tuple(substitute(s.data, args) for s in op.condition.data)
             inner = _Context(
                 context.dims,
@@ -518,7 +519,8 @@ class _Lowering:
         element offset in bytes, and the view's strides in elements."""
         access = self.access(value)
         space, address = self.buffers[access.root]
-        address += access.offset * _ref_type(value).dtype.itemsize
+        offset = cast(int | AffineExpr, access.offset)  # no pieces left here
+        address += offset * _ref_type(value).dtype.itemsize
         return (
             string_attr(space),
             context.value(address),
@@ -534,7 +536,7 @@ class _Lowering:
 
     def sem_id(self, value: SSAValue) -> int | AffineExpr:
         access = self.access(value)
-        return self.sems[access.root] + access.offset
+        return self.sems[access.root] + cast(int | AffineExpr, access.offset)
 
     def access(self, value: SSAValue) -> Access:
         """The access of a ref or semaphore (verified: every one has one)."""

@@ -177,7 +177,9 @@ def _static(op: Operation) -> Operation:
         return _static_window_copy(op)
     if not isinstance(op, ViewOp | SemIndexOp) or not _has_constant(op.starts()):
         return op
-    static = [_value(s) for s in op.starts()]
+    starts = op.starts()
+    assert None not in starts  # verified: as many operands as dynamic starts
+    static = [_value(cast(Index, s)) for s in starts]
     dynamic = [s for s in static if isinstance(s, SSAValue)]
     static = [DYNAMIC if isinstance(s, SSAValue) else s for s in static]
     if isinstance(op, SemIndexOp):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
     FileLineColLoc,
     IntAttr,
     IntegerAttr,
@@ -27,6 +29,7 @@ from copyir.dialects import dma
 from copyir.dma_schema import I64Array, Value, instruction_dtype, prop
 from copyir.dtypes import BY_IR, BY_NAME
 from copyir.errors import CopyIRError, Loc
+from copyir.index import MAX_DEPTH, too_deep
 from copyir.locations import detail_of, loc_of, with_detail
 from copyir.machine import MAX_RANK, SPACES
 from copyir.stream.model import (
@@ -168,12 +171,33 @@ class _TableWriter:
         return len(shape)
 
     def fill(self, entry, op: dma.InstructionOp, loop: int) -> None:
+        self.check_depth(op)
         origin = Origin(loc_of(op.location), detail_of(op.location))
         entry["origin"] = self.origins.setdefault(origin, len(self.origins))
         entry["loop"] = loop
         entry["op"] = dma.INSTRUCTIONS.index(type(op))
         for field in op.FIELDS:
             field.store(op, entry, self)
+
+    def check_depth(self, op: Operation) -> None:
+        """Its maps and conditions nest no deeper than `MAX_DEPTH` (tables
+        key on them, and hashing recurses)."""
+        for value in op.properties.values():
+            exprs = []
+            if isinstance(value, AffineMapAttr):
+                exprs = value.data.results
+            elif isinstance(value, AffineSetAttr):
+                exprs = [c.lhs for c in value.data.constraints]
+            elif isinstance(value, ArrayAttr):
+                exprs = [
+                    c.lhs
+                    for case in value.data
+                    if isinstance(case, AffineSetAttr)
+                    for c in case.data.constraints
+                ]
+            if too_deep(exprs) is not None:
+                where = self.written.get(op) or loc_of(op.location)
+                raise CopyIRError(errors.INDEX_TOO_DEEP.format(limit=MAX_DEPTH), where)
 
     def buffer(self, op: dma.BufferOp) -> Buffer:
         if op.element_type not in BY_IR:
