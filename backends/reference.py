@@ -57,6 +57,7 @@ from copyir import errors
 from copyir.dialects import scalar
 from copyir.dialects.copy import (
     BLOCKED,
+    BOUNDED,
     DYNAMIC,
     ELEMENT,
     SQUEEZED,
@@ -521,7 +522,7 @@ def block_error(
     if i < 0:
         expr = f"{name}[{', '.join(map(str, indices))}]"
         return errors.NEGATIVE_INDEX.format(index=i, expr=expr)
-    if kind == ELEMENT:
+    if kind in (ELEMENT, BOUNDED):
         return errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
             index=i, dim=dim, bref=name, extent=extent
         )

@@ -53,7 +53,6 @@ from xdsl.ir.affine import (
 
 from copyir import errors, limits
 from copyir.dialects.copy import (
-    ELEMENT,
     PARALLEL,
     SQUEEZED,
     BufferedRefType,
@@ -380,13 +379,17 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
         zip(bref.block_dims, bref.get_shape(), strict=True)
     ):
         kind = block.kind.data
-        count = extent if kind in (ELEMENT, SQUEEZED) else -(-extent // block.size.data)
+        count = (
+            extent
+            if block.at_element or kind == SQUEEZED
+            else -(-extent // block.size.data)
+        )
         bad = (blocks[dim] < 0) | (blocks[dim] >= count)
         if bad.any():
             at = int(np.flatnonzero(bad)[0])
             message = (
                 errors.BLOCK_INDEX_OUT_OF_BOUNDS
-                if kind != ELEMENT
+                if not block.at_element
                 else errors.ELEMENT_INDEX_OUT_OF_BOUNDS
             )
             raise CopyIRError(

@@ -67,7 +67,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.dialects.copy import (
     DYNAMIC,
-    ELEMENT,
     SQUEEZED,
     AllocOp,
     BufferedCopyOp,
@@ -114,7 +113,7 @@ def window_slices(
         if kind == SQUEEZED:
             array.append((index, 1, True))
             continue
-        start = index if kind == ELEMENT else index * size
+        start = index if block.at_element else index * size
         length = min(size, extent - start)
         array.append((start, length, False))
         window.append((0, length, False))
@@ -144,9 +143,9 @@ def _cases(type: BufferedRefType, indices: Sequence[object]) -> list[_Case]:
         if kind == SQUEEZED:
             options.append([(1, ())])
         elif isinstance(index, int):
-            start = index if kind == ELEMENT else index * size
+            start = index if block.at_element else index * size
             options.append([(min(size, extent - start), ())])
-        elif kind == ELEMENT:  # i <= extent - size is whole; beyond, one size each
+        elif block.at_element:  # i <= extent - size is whole; beyond, one size each
             ge = AffineConstraintKind.ge
             eq = AffineConstraintKind.eq
             choices = (
@@ -271,7 +270,7 @@ class ExpandBufferedCopy(_WindowPattern):
                 array.append((index, 1, True))
                 continue
             start: Start = index
-            if kind != ELEMENT:
+            if not block.at_element:
                 start = _scaled(index, block_size, ops, location)
             array.append((start, size, False))
             window.append((0, size, False))
@@ -297,7 +296,7 @@ class ExpandBufferedCopy(_WindowPattern):
         it goes, and warns where it reaches an output): one slab per cut
         dimension (the dimensions before it cut, those after it whole)."""
         kept = [
-            (block.size.data, size)
+            (block.window_extent, size)
             for block, size in zip(type.block_dims, case.sizes, strict=True)
             if block.kind.data != SQUEEZED
         ]

@@ -38,7 +38,6 @@ from copyir import errors, limits
 from copyir.access import Accesses
 from copyir.dialects.copy import (
     ALLOCATING,
-    ELEMENT,
     SQUEEZED,
     AllocOp,
     AsyncCopyOp,
@@ -498,7 +497,7 @@ def _check_block_limit(
         if isinstance(index, AffineExpr | Pieces) and not isinstance(
             index, AffineConstantExpr
         ):
-            size = dim.size.data if dim.kind.data not in (ELEMENT, SQUEEZED) else 1
+            size = 1 if dim.at_element or dim.kind.data == SQUEEZED else dim.size.data
             _check_limit(index * (scale * size), extents, name)
 
 
@@ -577,7 +576,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
                 kind = block.kind.data
                 count = (
                     extent
-                    if kind in (ELEMENT, SQUEEZED)
+                    if block.at_element or kind == SQUEEZED
                     else -(-extent // block.size.data)
                 )
                 wrong = wrong | (v < 0) | (v >= count)

@@ -75,6 +75,7 @@ from .refs import (
 from .types import (
     BLOCK_KINDS,
     BLOCKED,
+    BOUNDED,
     DESCRIPTOR,
     DYNAMIC,
     ELEMENT,
@@ -149,6 +150,7 @@ __all__ = [
     "ARBITRARY",
     "BLOCKED",
     "BLOCK_KINDS",
+    "BOUNDED",
     "DESCRIPTOR",
     "DYNAMIC",
     "ELEMENT",

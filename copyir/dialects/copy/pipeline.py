@@ -354,7 +354,7 @@ class PipelineOp(GridOp):
         """The body's window types, from the operands' types and blocks."""
         types = []
         for type, block in zip(refs_types, blocks, strict=False):
-            kept = [b.size.data for b in block.data if b.kind.data != SQUEEZED]
+            kept = [b.window_extent for b in block.data if b.kind.data != SQUEEZED]
             element = type.element_type if isinstance(type, RefType) else i64
             types.append(ref_type(tuple(kept), element, "vmem"))
         return types

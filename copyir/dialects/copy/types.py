@@ -217,14 +217,15 @@ DESCRIPTOR = DescriptorType()
 
 class BlockKind(StrEnum):
     """How a block dimension indexes its array, as Pallas' `Blocked(b)`,
-    `Element(b)` and `None` (squeezed) do."""
+    `Element(b)`, `None` (squeezed) and `BoundedSlice(b)` do."""
 
     BLOCKED = "blocked"
     ELEMENT = "element"
     SQUEEZED = "squeezed"
+    BOUNDED = "bounded"
 
 
-BLOCKED, ELEMENT, SQUEEZED = BlockKind
+BLOCKED, ELEMENT, SQUEEZED, BOUNDED = BlockKind
 BLOCK_KINDS = tuple(BlockKind)
 
 
@@ -235,33 +236,58 @@ class BlockKindAttr(EnumAttribute[BlockKind], SpacedOpaqueSyntaxAttribute):
 
 @irdl_attr_definition
 class BlockDimAttr(ParametrizedAttribute):
-    """One dimension of a block shape: `Blocked(b)`, `Element(b)` or squeezed.
+    """One dimension of a block shape: `Blocked(b)`, `Element(b)`, squeezed,
+    or `BoundedSlice(b)`.
 
     A squeezed dimension (Pallas' `None`) has block size 1 and is dropped
-    from the window.
+    from the window. A bounded one (`bounded 6 of 8`) copies `size`
+    elements from an element offset into the first of its window's `bound`
+    (a pipeline's index map gives `ds(start, size)` there); the rest of
+    the window is padding.
     """
 
     name = "copy.block_dim"
 
     kind: BlockKindAttr
     size: IntAttr
+    bound: IntAttr
+    """A bounded dimension's window extent; 0 for the others."""
 
-    def __init__(self, kind: BlockKind, size: int = 1):
-        super().__init__(BlockKindAttr(BlockKind(kind)), IntAttr(size))
+    def __init__(self, kind: BlockKind, size: int = 1, bound: int = 0):
+        super().__init__(BlockKindAttr(BlockKind(kind)), IntAttr(size), IntAttr(bound))
+
+    @property
+    def at_element(self) -> bool:
+        """Its block index is an element offset (`Element`, `BoundedSlice`)."""
+        return self.kind.data in (ELEMENT, BOUNDED)
+
+    @property
+    def window_extent(self) -> int:
+        """The window's extent along it (a kept dimension)."""
+        return self.bound.data if self.kind.data == BOUNDED else self.size.data
 
     def describe(self) -> str:
         kind, size = self.kind.data, self.size.data
+        if kind == BOUNDED:
+            return f"BoundedSlice({self.bound.data})"
         return {BLOCKED: f"{size}", ELEMENT: f"Element({size})"}.get(kind, "None")
 
     @classmethod
     def parse_block_dim(cls, parser: AttrParser) -> BlockDimAttr:
         if parser.parse_optional_keyword("squeezed"):
             return BlockDimAttr(SQUEEZED)
+        if parser.parse_optional_keyword("bounded"):
+            size = parse_i64(parser)
+            parser.parse_keyword("of")
+            return BlockDimAttr(BOUNDED, size, parse_i64(parser))
         kind = ELEMENT if parser.parse_optional_keyword("element") else BLOCKED
         return BlockDimAttr(kind, parse_i64(parser))
 
     def print_block_dim(self, printer: Printer) -> None:
         kind, size = self.kind.data, self.size.data
+        if kind == BOUNDED:
+            printer.print_string(f"bounded {size} of {self.bound.data}")
+            return
         printer.print_string(
             {BLOCKED: f"{size}", ELEMENT: f"element {size}"}.get(kind, "squeezed")
         )
@@ -319,7 +345,7 @@ class BufferedRefType(Shaped, ParametrizedAttribute, TypeAttribute):
 
     @property
     def window_type(self) -> RefType:
-        window = [b.size.data for b in self.block_dims if b.kind.data != SQUEEZED]
+        window = [b.window_extent for b in self.block_dims if b.kind.data != SQUEEZED]
         return RefType((self.buffers.data, *window), self.element_type, self.space.data)
 
     def describe(self) -> str:

@@ -67,7 +67,6 @@ from .indexing import (
 )
 from .types import (
     DYNAMIC,
-    ELEMENT,
     SQUEEZED,
     BlockDimAttr,
     BufferedRefType,
@@ -449,7 +448,7 @@ def check_block_indices(
             continue
         if index < 0:
             raise CopyIRError(errors.NEGATIVE_INDEX.format(index=index, expr=expr))
-        if b.kind.data == ELEMENT:
+        if b.at_element:
             if index >= extent:
                 raise CopyIRError(
                     errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
