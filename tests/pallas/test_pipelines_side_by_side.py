@@ -223,3 +223,29 @@ def test_a_revisit_mode_on_an_output_is_refused_with_pallas_message():
         ours, theirs = comparison.runs["eager"]
         assert ours.verdict == theirs.verdict == "error"
         assert errors.REVISIT_MODE in theirs.message
+
+
+def test_a_1d_window_differs_from_pallas_in_its_layout_only():
+    """Pallas lays a 1-D window's slots out flat, `(buffers * block,)`
+    (`BufferedRef.create`); copyir's is `(buffers, block)`: the known
+    divergence `window-layout`, with the same DMAs otherwise."""
+    shape = (1024,)
+
+    def body(x, o):
+        o[...] = x[...] + 1.0
+
+    def kernel(x, o):
+        spec_1d = pl.BlockSpec((256,), lambda i: (i,))
+        pltpu.emit_pipeline(body, grid=(4,), in_specs=[spec_1d], out_specs=[spec_1d])(
+            x, o
+        )
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    np.testing.assert_array_equal(run(f, x), x + 1.0)
+    if INTERPRET_RUNS_EMIT_PIPELINE:
+        comparison = compare(f, x)
+        assert comparison.status == "differs (known)", comparison.report()
+        assert {d.known.name for d in comparison.differences if d.known} == {
+            "window-layout"
+        }
