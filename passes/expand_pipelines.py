@@ -212,8 +212,8 @@ class _WindowedOperand:
     sems: SSAValue | None
     """Its fetches' semaphores, or an output's write-backs'."""
     out_sems: SSAValue | None = None
-    """An `inout`'s write-backs' semaphores (None when they are
-    synchronous)."""
+    """An `inout`'s write-backs' semaphores, one per slot (Pallas'
+    `sem_sends`), also for a synchronous write-back (one output buffer)."""
 
     @property
     def copied(self) -> bool:
@@ -365,7 +365,7 @@ class _Expansion:
 
         both = spec.fetched and spec.written
         sems = semaphores("in_sems" if both else "sems")
-        out_sems = semaphores("out_sems") if both and spec.written > 1 else None
+        out_sems = semaphores("out_sems") if both else None
         return _WindowedOperand(spec, bref.results[0], sems, out_sems)
 
     # -- the copies
@@ -600,7 +600,13 @@ class _Expansion:
             changes = schedule.changes(spec, later)
             final = AffineConstraintExpr(eq, linear, AffineExpr.constant(steps - 1))
             guard = self.either(build, changes, final, steps, linear)
-            if spec.written == 1:
+            if spec.written == 1 and operand.out_sems is not None:
+                # an inout's synchronous write-back: Pallas' `copy_out`
+                # starts and waits it on `sem_sends[slot]`, of its
+                # `in + out - 1` slots
+                self.copy(guard, operand, point, "start", copy_in=False)
+                self.copy(guard, operand, point, "wait", copy_in=False)
+            elif spec.written == 1:
                 slot = guard.value(self.slot(spec, point))
                 block = [guard.value(e) for e in schedule.block(spec, point)]
                 guard.add(self.sync_copy(operand, block, slot, copy_in=False))

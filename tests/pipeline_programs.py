@@ -423,7 +423,14 @@ def _one_schedule(p: Pipeline, points, outer: str, names: list[str]) -> list[str
         for s in outputs:
             if t == n - 1 or changed[s.name][t + 1]:
                 k = slot[s.name][t]
-                if s.written == 1:
+                if s.written == 1 and s.inout:  # `copy_out` waits it at once,
+                    at(  # on its own `sem_sends[slot]`
+                        here,
+                        f"start {_window(s, k)} -> {s.name}[{s.region(points[t])}] "
+                        f"on {s.out_sems}[{k}]",
+                    )
+                    at(here, f"wait {s.out_sems}[{k}] 4096")
+                elif s.written == 1:
                     events += _sync_out(s, points[t], here, slot=k)
                 else:
                     at(

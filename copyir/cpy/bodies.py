@@ -25,6 +25,7 @@ from copyir.cpy.expressions import (
     static_integer,
     strip_parens,
 )
+from copyir.cpy.operands import int_literal
 from copyir.cpy.options import OptionReader
 from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
@@ -269,6 +270,8 @@ class BodyBuilder(OptionReader):
             lookahead = "lookahead" in values
             return ref, direction, block, index_map, buffers, 0, lookahead
         counts = values.get("buffers", [2, 1])
+        if len(counts) == 1 and _is_int(_option_value(items, "buffers")):
+            counts = [counts[0], 1]  # Pallas' `_normalize_buffer_count`
         if len(counts) != 2:
             raise self.error(_option_token(items, "buffers"), errors.INOUT_BUFFERS)
         return ref, direction, block, index_map, *counts
@@ -382,6 +385,20 @@ _SPEC_OPTIONS = {
 def _option_token(items: list[Tree], name: str) -> Token:
     """The name token of a spec's option `name` (given)."""
     return next(children(i)[0] for i in items if str(children(i)[0]) == name)
+
+
+def _option_value(items: list[Tree], name: str) -> Tree | Token | None:
+    """The value of a spec's option `name` (given)."""
+    return next(children(i)[1] for i in items if str(children(i)[0]) == name)
+
+
+def _is_int(value: Tree | Token | None) -> bool:
+    """A bare integer (`3`), not a tuple of one (`(3,)`)."""
+    return (
+        value is not None
+        and getattr(value, "data", None) != "tuple_value"
+        and int_literal(value) is not None
+    )
 
 
 _INOUT_OPTIONS = _SPEC_OPTIONS | {"buffers": "counts"}

@@ -21,6 +21,7 @@ one side until someone shows which.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -120,6 +121,25 @@ def _grid_output_one_buffer(e: Evidence) -> bool:
     )
 
 
+def _window_layout(e: Evidence) -> bool:
+    """The same events but for the VMEM side's coordinates: equal when each
+    VMEM region is taken by its element count (HBM regions, semaphores,
+    byte counts and order exact)."""
+    return _by_vmem_size(e.ours.events) == _by_vmem_size(e.theirs.events)
+
+
+def _by_vmem_size(events: list) -> list:
+    def end(buffer_region):
+        buffer, region = buffer_region
+        if not buffer.startswith("vmem"):
+            return buffer_region
+        return buffer, math.prod(stop - start for start, stop in region)
+
+    return [
+        (e[0], end(e[1]), end(e[2]), e[3]) if e[0] == "start" else e for e in events
+    ]
+
+
 def _parallel_revisit(e: Evidence) -> bool:
     return e.theirs.verdict == "ok" and _is(e.ours.message, errors.PARALLEL_REVISIT)
 
@@ -199,6 +219,15 @@ KNOWN: tuple[Divergence, ...] = (
         "the block before that",
         "output",
         _grid_output_one_buffer,
+    ),
+    Divergence(
+        "window-layout",
+        "the same DMAs but for a VMEM window's coordinates: Pallas gives a "
+        "trivially windowed operand's window no slot dimension and lays a "
+        "1-D window's slots out flat (BufferedRef.create); copyir's windows "
+        "are (slots, *block)",
+        "schedule",
+        _window_layout,
     ),
     Divergence(
         "float-rewrites",

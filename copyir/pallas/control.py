@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from copyir import errors
 from copyir.dialects.copy import ForOp, ScopeOp, WhenOp
+from copyir.errors import CopyIRError
 from copyir.pallas import jax_compat
 from copyir.pallas.integers import Integers
 from copyir.pallas.symbols import (
@@ -175,6 +177,10 @@ class Control(Integers):
         body_consts = list(operands.body_consts)
         refs = [self.ref(r) for r in _leaves(operands.refs)]
         grid = tuple(gm.grid)
+        for bm in gm.block_mappings[gm.num_inputs :]:
+            if getattr(getattr(bm, "pipeline_mode", None), "revisit", None) is not None:
+                # JAX 0.12's _make_pipeline_allocations refuses it on an output
+                raise CopyIRError(errors.REVISIT_MODE, self.loc())
         specs = [
             block_spec(self, bm, k >= gm.num_inputs, len(grid))
             for k, bm in enumerate(gm.block_mappings)

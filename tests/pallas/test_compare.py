@@ -69,6 +69,40 @@ def test_a_schedule_is_compared_event_for_event():
     assert difference.known is None
 
 
+def test_a_window_laid_out_otherwise_is_known_only_with_the_same_dmas():
+    """`window-layout`: a trivially windowed operand's window has no slot
+    dimension in Pallas (`BufferedRef.create`); copyir's has one. Only the
+    VMEM coordinates may differ."""
+    ours = [
+        (
+            "start",
+            ("hbm0", ((0, 8), (0, 128))),
+            ("vmem1", ((0, 1), (0, 8), (0, 128))),
+            "s0",
+        ),
+        ("wait", "s0", 4096),
+    ]
+    theirs = [
+        ("start", ("hbm0", ((0, 8), (0, 128))), ("vmem1", ((0, 8), (0, 128))), "s0"),
+        ("wait", "s0", 4096),
+    ]
+    outputs = [np.zeros(4)]
+
+    def difference(events):
+        (found,) = compare_module._differences(
+            compare_module.Evidence(
+                "eager",
+                compare_module.CopyIRRun("ok", outputs, events, ""),
+                compare_module.CopyIRRun("ok", outputs, theirs, ""),
+            )
+        )
+        return found.known and found.known.name
+
+    assert difference(ours) == "window-layout"
+    elsewhere = [(*ours[0][:1], ("hbm0", ((8, 16), (0, 128))), *ours[0][2:]), ours[1]]
+    assert difference(elsewhere) is None
+
+
 def accumulate_kernel(x, y, buf, sem):
     """y = x, then x added to y by a DMA (`add=True`): 2x on copyir."""
     pltpu.sync_copy(x, y)

@@ -22,6 +22,8 @@ from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 from pallas_calls import ANY  # noqa: E402
 
+from copyir import errors  # noqa: E402
+from copyir.errors import CopyIRError  # noqa: E402
 from copyir.pallas import run  # noqa: E402
 from copyir.pallas.compare import compare  # noqa: E402
 
@@ -189,3 +191,61 @@ def test_lookahead_fetches_the_next_blocks_that_differ():
     (x,) = arrays(1, shape)
     np.testing.assert_array_equal(run(f, x), x * 2.0)
     agrees_with_interpret_mode(f, x)
+
+
+def test_a_revisit_mode_on_an_output_is_refused_with_pallas_message():
+    """JAX 0.12's `_make_pipeline_allocations` raises on an output spec
+    given `revisit=` (emit_pipeline implements no RevisitMode); the
+    frontend used to drop it and run the kernel."""
+    shape = (16, 512)
+
+    def body(x, o):
+        o[...] = x[...]
+
+    def kernel(x, o):
+        mode = pl.Buffered(2, revisit=pl.RevisitMode.ANY)
+        out = pl.BlockSpec((16, 256), lambda i: (0, i), pipeline_mode=mode)
+        pltpu.emit_pipeline(
+            body,
+            grid=(2,),
+            in_specs=[spec(block=(16, 256), index=lambda i: (0, i))],
+            out_specs=[out],
+        )(x, o)
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    with pytest.raises(CopyIRError) as caught:
+        run(f, x)
+    assert str(caught.value).startswith(errors.REVISIT_MODE)
+    if INTERPRET_RUNS_EMIT_PIPELINE:  # both stop, with the same message
+        comparison = compare(f, x)
+        assert comparison.status == "agrees", comparison.report()
+        ours, theirs = comparison.runs["eager"]
+        assert ours.verdict == theirs.verdict == "error"
+        assert errors.REVISIT_MODE in theirs.message
+
+
+def test_a_1d_window_differs_from_pallas_in_its_layout_only():
+    """Pallas lays a 1-D window's slots out flat, `(buffers * block,)`
+    (`BufferedRef.create`); copyir's is `(buffers, block)`: the known
+    divergence `window-layout`, with the same DMAs otherwise."""
+    shape = (1024,)
+
+    def body(x, o):
+        o[...] = x[...] + 1.0
+
+    def kernel(x, o):
+        spec_1d = pl.BlockSpec((256,), lambda i: (i,))
+        pltpu.emit_pipeline(body, grid=(4,), in_specs=[spec_1d], out_specs=[spec_1d])(
+            x, o
+        )
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    np.testing.assert_array_equal(run(f, x), x + 1.0)
+    if INTERPRET_RUNS_EMIT_PIPELINE:
+        comparison = compare(f, x)
+        assert comparison.status == "differs (known)", comparison.report()
+        assert {d.known.name for d in comparison.differences if d.known} == {
+            "window-layout"
+        }

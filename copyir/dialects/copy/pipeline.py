@@ -388,7 +388,7 @@ class PipelineOp(GridOp):
             spec = self.ref_specs.data[number]
             if spec.looks_ahead and spec.output:
                 raise CopyIRError(errors.OUTPUT_LOOKAHEAD)
-            if spec.looks_ahead and spec.buffers.data < 2:
+            if spec.looks_ahead and spec.buffers.data == 1:  # 0: BAD_BUFFERS
                 raise CopyIRError(errors.LOOKAHEAD_ONE_BUFFER)
             if spec.direction.data == INOUT:
                 if min(spec.counts) < 1:

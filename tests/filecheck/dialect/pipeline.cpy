@@ -66,5 +66,37 @@ kernel pipelines(x: f32[64, 256] @hbm, y: f32[64, 256] @hbm, r: f32[40, 128] @hb
       in x block=(8, 256) index=(i, j) -> (i, 0)
       (xw) {
   }
+  # JAX 0.12's attributes: cores, lookahead, an inout's (in, out) counts
+  # (a bare count n is Pallas' (n, 1): `_normalize_buffer_count`), and
+  # the kernel grid's flavour.
+  # CHECK-NEXT:   pipeline grid=(8, 2) dimension_semantics=(parallel, arbitrary) cores=3
+  # CHECK-NEXT:       in    x block=(8, 128) index=(i, j) -> (i, j) buffers=3 lookahead
+  # CHECK-NEXT:       inout y block=(8, 128) index=(i, j) -> (i, j) buffers=(3, 1)
+  # CHECK-NEXT:       (xw, yw) {
+  pipeline grid=(8, 2) dimension_semantics=(parallel, arbitrary) cores=3
+      in    x block=(8, 128) index=(i, j) -> (i, j) buffers=3 lookahead
+      inout y block=(8, 128) index=(i, j) -> (i, j) buffers=3
+      (xw, yw) {
+  # CHECK-NEXT:   }
+  }
+  # CHECK-NEXT:   pipeline grid=(8, 2)
+  # CHECK-NEXT:       in    x block=(8, 128) index=(i, j) -> (i, j)
+  # CHECK-NEXT:       inout y block=(8, 128) index=(i, j) -> (i, j) buffers=(2, 4)
+  # CHECK-NEXT:       (xw, yw) {
+  pipeline grid=(8, 2)
+      in    x block=(8, 128) index=(i, j) -> (i, j)
+      inout y block=(8, 128) index=(i, j) -> (i, j) buffers=(2, 4)
+      (xw, yw) {
+  }
+  # CHECK-NEXT:   }
+  # CHECK-NEXT:   pipeline kernel_grid grid=(8, 2) dimension_semantics=(parallel, arbitrary)
+  # CHECK-NEXT:       in  x block=(8, 128) index=(i, j) -> (i, j)
+  # CHECK-NEXT:       out y block=(8, 128) index=(i, j) -> (i, j)
+  # CHECK-NEXT:       (xw, yw) {
+  pipeline kernel_grid grid=(8, 2) dimension_semantics=(parallel, arbitrary)
+      in  x block=(8, 128) index=(i, j) -> (i, j)
+      out y block=(8, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+  }
 # CHECK-NEXT: }
 }

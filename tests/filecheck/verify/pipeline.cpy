@@ -208,6 +208,33 @@ kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
 
 # -----
 
+# Lookahead with one buffer: Pallas' walk never fetches the first block
+# (interpret mode hangs); copyir refuses it.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{Lookahead with 1 buffer is not supported yet}}
+  pipeline grid=(8,)
+      in  x block=(8, 128) index=(i) -> (i, 0) buffers=1 lookahead
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
+# With none, the count is what is wrong.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{buffers must be >= 1, got 0}}
+  pipeline grid=(8,)
+      in  x block=(8, 128) index=(i) -> (i, 0) buffers=0 lookahead
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+
+# -----
+
 # An inout operand takes an (in, out) pair of buffer counts.
 kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
   pipeline grid=(8,)
