@@ -205,6 +205,7 @@ REVISITED = (
     "block was previously visited in iterations {first} through {last} ."
 )
 OUTPUT_LOOKAHEAD = "Output buffering does not support lookahead."
+BOUNDED_NEEDS_DS = "Must return a ds from the index_map for a BoundedSlice dimension."
 GRID_LOOKAHEAD = "Grid must be specified when using lookahead."
 NO_PARALLEL_DIMENSION = (
     "Cannot partition over cores without parallel grid dimensions:"
@@ -226,6 +227,10 @@ CORES_ON_KERNEL_GRID = (
 )
 CORES_NOT_POSITIVE = "cores= must be at least 1, got {cores}"
 LOOKAHEAD_ONE_BUFFER = "Lookahead with 1 buffer is not supported yet"
+BOUNDED_SIZE = (
+    "The slice of BoundedSlice({bound}) in dimension {dim} has {size} elements: "
+    "a bounded slice has 1 to {bound}"
+)
 INOUT_BUFFERS = "An inout operand takes buffers [in, out]: two counts"
 INOUT_ON_KERNEL_GRID = (
     "inout operands are emit_pipeline's (JAX 0.12's BufferedRef.input_output); "

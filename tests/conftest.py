@@ -32,6 +32,7 @@ tests/backends/test_reference_loops.py; like every example, they are lowered, ru
 and compared with the reference path by the other tests."""
 PIPELINE_EXAMPLES = frozenset(
     {
+        "pipeline_bounded.cpy",
         "pipeline_copy.cpy",
         "pipeline_element.cpy",
         "pipeline_half.cpy",

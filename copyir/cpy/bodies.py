@@ -19,9 +19,11 @@ from copyir.attributes import i64_array
 from copyir.cpy.expressions import (
     COMBINES,
     Affine,
+    call_args,
     checked,
     condition,
     is_bare_name,
+    is_call,
     static_integer,
     strip_parens,
 )
@@ -29,11 +31,13 @@ from copyir.cpy.operands import int_literal
 from copyir.cpy.options import OptionReader
 from copyir.cpy.scope import INDEX, ScopedBuilder, children
 from copyir.dialects.copy import (
+    BOUNDED,
     IN,
     INOUT,
     OUT,
     SEMANTICS,
     SQUEEZED,
+    BlockDimAttr,
     BufferedRefOp,
     BufferedRefType,
     ForOp,
@@ -262,8 +266,11 @@ class BodyBuilder(OptionReader):
                         option=required, stmt=label, why="is required"
                     ),
                 )
+        index_tree, values["block"] = self.bounded_slices(
+            values["index"], values["block"]
+        )
         self.check_window(ref, values["block"], name)
-        index_map = self.index_map(values["index"], rank, str(name))
+        index_map = self.index_map(index_tree, rank, str(name))
         block = values["block"]
         if direction != INOUT:
             buffers = values.get("buffers", 2)
@@ -292,6 +299,30 @@ class BodyBuilder(OptionReader):
             BufferedRefOp.check_type(bref, describe(ref))
         except CopyIRError as err:
             raise err.at(self.loc(at)) from None
+
+    def bounded_slices(
+        self, tree: Tree, block: list[BlockDimAttr]
+    ) -> tuple[Tree, list[BlockDimAttr]]:
+        """A `BoundedSlice(b)` dimension's index is `ds(start, size)`: the
+        map keeps the start, the block dimension takes the static size
+        (Pallas' `_make_block_slice`)."""
+        option, params, *results = tree.children
+        kept = [r for r in results if r is not None]
+        if not any(b.kind.data == BOUNDED for b in block) or len(kept) != len(block):
+            return tree, block
+        block = list(block)
+        for dim, (result, b) in enumerate(zip(kept, block, strict=True)):
+            if b.kind.data != BOUNDED:
+                continue
+            if not is_call(result, "ds") or len(args := call_args(result)) != 2:
+                raise self.error(result, errors.BOUNDED_NEEDS_DS)
+            start, size = args
+            what = f"The size of {self.source(result)}"
+            block[dim] = BlockDimAttr(
+                BOUNDED, static_integer(self, size, what), b.bound.data
+            )
+            kept[dim] = start
+        return Tree(tree.data, [option, params, *kept], tree.meta), block
 
     def index_map(self, tree: Tree, rank: int, ref: str) -> AffineMapAttr:
         """`(i, j) -> (i, 0)`, `i -> (i, 0)`: a lambda from the grid indices

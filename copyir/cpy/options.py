@@ -8,11 +8,17 @@ from typing import cast
 from lark import Token, Tree
 
 from copyir import errors
-from copyir.cpy.expressions import call_args, is_bare_name, static_integer, strip_parens
+from copyir.cpy.expressions import (
+    call_args,
+    is_bare_name,
+    is_call,
+    static_integer,
+    strip_parens,
+)
 from copyir.cpy.operands import OperandBuilder, int_literal
 from copyir.cpy.scope import children, first_token
 from copyir.cpy.syntax import one_of
-from copyir.dialects.copy import BLOCKED, ELEMENT, SQUEEZED, BlockDimAttr
+from copyir.dialects.copy import BLOCKED, BOUNDED, ELEMENT, SQUEEZED, BlockDimAttr
 from copyir.errors import CopyIRError
 from copyir.hints import did_you_mean
 
@@ -107,16 +113,26 @@ class OptionReader(OperandBuilder):
         )
 
     def block_dim(self, name: Token, stmt: str, tree: Tree) -> BlockDimAttr:
-        """`128` (Blocked), `Blocked(128)`, `Element(48)` or `None` (squeezed)."""
+        """`128` (Blocked), `Blocked(128)`, `Element(48)`, `BoundedSlice(8)`
+        (a pipeline's index map gives its slice) or `None` (squeezed)."""
         if is_bare_name(tree) and strip_parens(tree).children[0] == "None":
             return BlockDimAttr(SQUEEZED)
         if (literal := int_literal(tree)) is not None:
             return BlockDimAttr(BLOCKED, self.integer(literal, first_token(tree)))
-        if tree.data == "call" and len(args := call_args(tree)) == 1:
+        args = call_args(tree) if tree.data == "call" else []
+        if is_call(tree, "BoundedSlice") and len(args) == 2:  # a buffered_ref's
+            bound, size = (int_literal(a) for a in args)
+            if bound is not None and size is not None:
+                bound_value = self.integer(bound, first_token(args[0]))
+                size_value = self.integer(size, first_token(args[1]))
+                return BlockDimAttr(BOUNDED, size_value, bound_value)
+        if tree.data == "call" and len(args) == 1:
             function = str(tree.children[0])
             literal = int_literal(args[0])
             if function in _BLOCK_KIND_OF and literal is not None:
                 size = self.integer(literal, first_token(args[0]))
+                if _BLOCK_KIND_OF[function] == BOUNDED:  # the slice: the index map's
+                    return BlockDimAttr(BOUNDED, size, size)
                 return BlockDimAttr(_BLOCK_KIND_OF[function], size)
             notes = did_you_mean(function, _BLOCK_KIND_OF)
         else:
@@ -130,4 +146,4 @@ class OptionReader(OperandBuilder):
         )
 
 
-_BLOCK_KIND_OF = {"Blocked": BLOCKED, "Element": ELEMENT}
+_BLOCK_KIND_OF = {"Blocked": BLOCKED, "Element": ELEMENT, "BoundedSlice": BOUNDED}

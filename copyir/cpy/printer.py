@@ -33,6 +33,7 @@ from copyir import compute
 from copyir.compute import Apply, Operand
 from copyir.cpy.keywords import AUGMENTED, KEYWORDS
 from copyir.dialects.copy import (
+    BOUNDED,
     DYNAMIC,
     IN,
     INOUT,
@@ -465,10 +466,11 @@ class _KernelPrinter:
             word = f"{direction:<{width}} " if wide else "in "
             dims = format_tuple(b.describe() for b in block.data)
             results = index_map.data.results
-            lambda_text = (
-                f"({', '.join(params)}) -> "
-                f"({', '.join(format_expr(e, params) for e in results)})"
+            mapped = (
+                _map_result(e, b, params)
+                for e, b in zip(results, block.data, strict=True)
             )
+            lambda_text = f"({', '.join(params)}) -> ({', '.join(mapped)})"
             spec = f"{word}{self.names[ref]} block={dims} index={lambda_text}"
             if direction == INOUT:
                 spec += f" buffers={format_tuple(buffers)}" * (buffers != (2, 1))
@@ -608,6 +610,22 @@ def _inline_inputs(owner: Operation) -> list[SSAValue]:
     return [owner.source, *dynamic]
 
 
+def _map_result(expr, block, params) -> str:
+    """An index map's result: a bounded dimension's is `ds(start, size)`."""
+    text = format_expr(expr, params)
+    if block.kind.data == BOUNDED:
+        return f"ds({text}, {block.size.data})"
+    return text
+
+
+def _block_text(block) -> str:
+    """A `buffered_ref`'s block dimension: a bounded one with its slice's
+    size when that is not the whole bound (`BoundedSlice(8, 6)`)."""
+    if block.kind.data == BOUNDED and block.size.data != block.bound.data:
+        return f"BoundedSlice({block.bound.data}, {block.size.data})"
+    return block.describe()
+
+
 def _pipeline_specs(op: PipelineOp) -> list[tuple]:
     """Per operand: ref, direction, block dims, index map, buffer counts
     (an `inout`'s two, another's one), lookahead."""
@@ -715,7 +733,7 @@ def _layout_note(kernel: KernelOp) -> str:
 
 def buffered_ref_text(type: BufferedRefType) -> str:
     array = type.array_type.describe().removesuffix(" @hbm")
-    dims = [b.describe() for b in type.block_dims]
+    dims = [_block_text(b) for b in type.block_dims]
     block = f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
     text = f"buffered_ref {array}, block={block}, buffers={type.buffers.data}"
     if type.space.data != "vmem":

@@ -283,7 +283,7 @@ def window_programs(draw):
     grid = draw(st.integers(1, 4))
     cut = draw(st.integers(0, 7 if grid > 1 else 0))  # no block past a 1-block array
     columns = draw(st.sampled_from([128, 256]))
-    body = draw(st.sampled_from(["whole", "partial", "nested"]))
+    body = draw(st.sampled_from(["whole", "partial", "nested", "bounded"]))
     rows = draw(st.integers(1, 7))
     fetched = draw(st.integers(1, 3))
     lookahead = fetched > 1 and draw(st.booleans())
@@ -301,10 +301,14 @@ def window_programs(draw):
         (inner_x, inner_y, k) {{
       inner_y[...] = inner_x + 1.0
     }}"""
+    block, index = f"(8, {columns})", "(i, 0)"
+    if body == "bounded":  # both sides: the first `rows` rows of each band
+        text = "    yw[...] = xw + 1.0"
+        block, index = f"(BoundedSlice(8), {columns})", f"(ds(8 * i, {rows}), 0)"
     program = f"""kernel gen(x: {array}, y: {array}) {{
   pipeline grid=({grid},)
-      in  x block=(8, {columns}) index=(i) -> (i, 0) buffers={fetched}{" lookahead" * lookahead}
-      out y block=(8, {columns}) index=(i) -> (i, 0) buffers={written}
+      in  x block={block} index=(i) -> {index} buffers={fetched}{" lookahead" * lookahead}
+      out y block={block} index=(i) -> {index} buffers={written}
       (xw, yw) {{
 {text}
   }}
@@ -313,10 +317,18 @@ def window_programs(draw):
     return program, shape, body, rows, written
 
 
-def windows_model(x: np.ndarray, body: str, rows: int, written: int) -> np.ndarray:
+def windows_model(
+    x: np.ndarray, y: np.ndarray, body: str, rows: int, written: int
+) -> np.ndarray:
     """y as Pallas leaves it: each block's window is the output's next slot
     (NaN, interpret mode's uninitialized value, at its first use); the body
-    writes its rows; the rows inside the array go back."""
+    writes its rows; the rows inside the array go back. A bounded slice
+    moves only its `rows` rows each way."""
+    if body == "bounded":
+        y = y.copy()
+        for start in range(0, x.shape[0], 8):
+            y[start : start + rows] = x[start : start + rows] + np.float32(1)
+        return y
     slots = [np.full((8, x.shape[1]), np.nan, np.float32) for _ in range(written)]
     y = np.empty_like(x)
     for block, start in enumerate(range(0, x.shape[0], 8)):
@@ -350,4 +362,5 @@ def test_generated_nested_partial_and_ragged_pipelines_agree(case):
         for mode in MODES:
             got = copyir.run(stream, inputs, mode=mode, seed=5)["y"]
             assert got.tobytes() == want.tobytes(), mode
-    assert want.tobytes() == windows_model(x, body, rows, written).tobytes()
+    model = windows_model(x, inputs["y"], body, rows, written)
+    assert want.tobytes() == model.tobytes()

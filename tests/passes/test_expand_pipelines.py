@@ -349,6 +349,11 @@ PIPELINE_RESULTS = {
     "pipeline_three_inputs.cpy": lambda d: d["a"] + np.float32(2) * d["b"] + d["c"],
     "pipeline_nested.cpy": of_x(lambda x: x + np.float32(1)),
     "pipeline_inout.cpy": lambda d: d["y"] + d["x"],
+    "pipeline_bounded.cpy": of_x(
+        lambda x: np.where(
+            (np.arange(32) % 8 < 6)[:, None], x + np.float32(1), np.float32(0)
+        )
+    ),
     "pipeline_lookahead.cpy": of_x(lambda x: np.float32(2) * x),
     "pipeline_half.cpy": of_x(
         lambda x: np.where(

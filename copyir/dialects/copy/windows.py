@@ -66,6 +66,7 @@ from .indexing import (
     resolve_indices,
 )
 from .types import (
+    BOUNDED,
     DYNAMIC,
     SQUEEZED,
     BlockDimAttr,
@@ -162,9 +163,17 @@ class BufferedRefOp(CopyOp):
                 )
             )
         for dim, (b, extent) in enumerate(zip(block, array, strict=False)):
-            if b.kind.data != SQUEEZED and not 1 <= b.size.data <= extent:
+            if b.kind.data == BOUNDED and not 1 <= b.size.data <= b.bound.data:
                 raise CopyIRError(
-                    errors.BLOCK_SIZE.format(size=b.size.data, dim=dim, extent=extent)
+                    errors.BOUNDED_SIZE.format(
+                        bound=b.bound.data, dim=dim, size=b.size.data
+                    )
+                )
+            if b.kind.data != SQUEEZED and not 1 <= b.window_extent <= extent:
+                raise CopyIRError(
+                    errors.BLOCK_SIZE.format(
+                        size=b.window_extent, dim=dim, extent=extent
+                    )
                 )
         if type.buffers.data < 1:
             raise CopyIRError(errors.BAD_BUFFERS.format(buffers=type.buffers.data))

@@ -284,3 +284,16 @@ kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
     yw[...] = xw
   }
 }
+
+# -----
+
+# A bounded slice has 1 to its bound elements.
+kernel k(x: f32[64, 128] @hbm, y: f32[64, 128] @hbm) {
+  # expected-error@+1 {{The slice of BoundedSlice(8) in dimension 0 has 9 elements: a bounded slice has 1 to 8}}
+  pipeline grid=(4,)
+      in  x block=(BoundedSlice(8), 128) index=(i) -> (ds(8 * i, 9), 0)
+      out y block=(8, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
