@@ -240,6 +240,9 @@ def _carry_kinds(jaxpr, carry_vars: Sequence[Any], outvars: Sequence[Any]) -> li
         if out is var:
             kinds.append("same")
             continue
+        if type(out).__name__ == "Literal":  # a constant, unhashable
+            kinds.append("carried")
+            continue
         eqn = made.get(out)
         if eqn is not None and eqn.primitive.name == "add":
             a, b = eqn.invars

@@ -249,3 +249,33 @@ def test_a_1d_window_differs_from_pallas_in_its_layout_only():
         assert {d.known.name for d in comparison.differences if d.known} == {
             "window-layout"
         }
+
+
+def test_a_traced_pipeline_with_a_constant_carry_is_not_supported_not_a_crash():
+    """Without the primitive, emit_pipeline is traced into a scan whose
+    carry includes constants (Literals, unhashable): jax's
+    `test_trivial_windowing_elides_double_buffering` made copyir fail with a
+    TypeError in the corpus."""
+
+    def body(x, y, o):
+        o[...] = x[...] + y[...]
+
+    def kernel(x, y, o):
+        pltpu.emit_pipeline(
+            body,
+            grid=(4, 1),
+            in_specs=[spec(index=lambda i, j: (0, i)), spec(index=lambda i, j: (0, j))],
+            out_specs=spec(index=lambda i, j: (0, i)),
+        )(x, y, o)
+
+    f = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((8, 512), jnp.float32),
+        in_specs=[ANY, ANY],
+        out_specs=ANY,
+    )
+    x, y = arrays(1, (8, 512))[0], arrays(1, (8, 128))[0]
+    jax.config.update("jax_use_emit_pipeline_primitive", False)
+    with pytest.raises(CopyIRError) as err:
+        run(f, x, y)
+    assert str(err.value).startswith("a loop-carried index value is not supported yet")
