@@ -103,6 +103,30 @@ def test_a_window_laid_out_otherwise_is_known_only_with_the_same_dmas():
     assert difference(elsewhere) is None
 
 
+def test_a_write_write_race_is_known_only_when_interpret_mode_shows_none():
+    """`write-write-race`: two DMAs in flight write one region; interpret
+    mode says ok with the same outputs in both its modes. A read-write race,
+    or outputs that differ between its modes, is not it."""
+    outputs = [np.zeros(4)]
+    race = (
+        "Race: this DMA writes o[0:8, 0:128] while the DMA started at k.py:3:5 "
+        "is in flight and writes it"
+    )
+
+    def known_as(message, their_outputs=outputs):
+        ours = compare_module.CopyIRRun("race", None, [], message)
+        theirs = compare_module.CopyIRRun("ok", outputs, [], "")
+        other = compare_module.CopyIRRun("ok", their_outputs, [], "")
+        evidence = compare_module.Evidence("eager", ours, theirs, other)
+        (found,) = compare_module._differences(evidence)
+        return found.known and found.known.name
+
+    assert known_as(race) == "write-write-race"
+    reading = race.replace("this DMA writes", "this DMA reads")
+    assert known_as(reading) is None
+    assert known_as(race, [np.ones(4)]) == "race-missed-by-interpret-mode"
+
+
 def accumulate_kernel(x, y, buf, sem):
     """y = x, then x added to y by a DMA (`add=True`): 2x on copyir."""
     pltpu.sync_copy(x, y)

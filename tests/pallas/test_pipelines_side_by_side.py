@@ -279,3 +279,34 @@ def test_a_traced_pipeline_with_a_constant_carry_is_not_supported_not_a_crash():
     with pytest.raises(CopyIRError) as err:
         run(f, x, y)
     assert str(err.value).startswith("a loop-carried index value is not supported yet")
+
+
+@pytest.mark.skipif(
+    not INTERPRET_RUNS_EMIT_PIPELINE,
+    reason="JAX 0.10.2 refuses an output's fourth buffer while tracing",
+)
+def test_a_revisit_within_the_write_back_lag_is_a_known_write_write_race():
+    """Output block (0, j) comes back 3 steps later, within its lag of 3
+    (`Buffered(4)`): the second write-back starts before the first is
+    waited. 0.12's own message calls that distance safe for a plain output;
+    copyir reports the race, interpret mode lands both in order."""
+
+    def body(x, o):
+        o[...] = x[...] + 1.0
+
+    def kernel(x, o):
+        out = pl.BlockSpec((8, 128), lambda i, j: (0, j), pipeline_mode=pl.Buffered(4))
+        pltpu.emit_pipeline(body, grid=(2, 3), in_specs=[spec()], out_specs=[out])(x, o)
+
+    f = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((8, 384), jnp.float32),
+        in_specs=[ANY],
+        out_specs=ANY,
+    )
+    (x,) = arrays(1, (16, 384))
+    comparison = compare(f, x)
+    assert comparison.status == "differs (known)", comparison.report()
+    assert {d.known.name for d in comparison.differences if d.known} == {
+        "write-write-race"
+    }
