@@ -30,6 +30,7 @@ from measure import paid
 
 import copyir
 from copyir.api import apply_passes, pipeline
+from copyir.testing import nested_pipeline_in_loop
 
 Stage = Callable[[], object]
 
@@ -461,37 +462,11 @@ def _check_pipeline(n: int) -> Stage:
     return _checked(copyir.to_stream(copyir.lower(pipeline_text(n))))
 
 
-def nested_in_loop(n: int) -> str:
-    """A loop of n steps, each a pipeline of 2 steps over rows 16t:16t+16
-    of x whose body runs a pipeline of 2 steps over the window (in VMEM: views,
-    no copies), as jax's `test_transformed_refs_as_inputs_nested` nests
-    them."""
-    ref = f"f32[{16 * n}, 256] @hbm"
-    return f"""kernel nested(x: {ref}, y: {ref}) {{
-  for t in range({n}) {{
-    xt = x[ds(16 * t, 16)]
-    yt = y[ds(16 * t, 16)]
-    pipeline grid=(2,)
-        in  xt block=(8, 256) index=(i) -> (i, 0)
-        out yt block=(8, 256) index=(i) -> (i, 0)
-        (xw, yw, i) {{
-      pipeline grid=(2,)
-          in  xw block=(8, 128) index=(k) -> (0, k)
-          out yw block=(8, 128) index=(k) -> (0, k)
-          (inner_x, inner_y, k) {{
-        inner_y[...] = inner_x + 1.0
-      }}
-    }}
-  }}
-}}
-"""
-
-
 @case("check-nested-pipeline-in-loop", start=1024)
 def _check_nested_pipeline(n: int) -> Stage:
     """check: a loop of N steps around a nested pipeline (4N DMAs, 4N
     computations); the stream's size does not depend on N"""
-    return _checked(copyir.to_stream(copyir.lower(nested_in_loop(n))))
+    return _checked(copyir.to_stream(copyir.lower(nested_pipeline_in_loop(n))))
 
 
 def parallel_text(n: int) -> str:

@@ -48,7 +48,6 @@ from xdsl.ir.affine import (
     AffineConstraintKind,
     AffineExpr,
     AffineMap,
-    AffineSet,
 )
 
 from copyir import errors, limits
@@ -234,10 +233,6 @@ class Schedule:
         return [
             r.replace_dims_and_symbols(point, []) for r in operand.index_map.results
         ]
-
-
-def conjunction(grid: int, constraints: list[AffineConstraintExpr]) -> AffineSet:
-    return AffineSet(grid, 0, tuple(constraints))
 
 
 @dataclass(frozen=True)

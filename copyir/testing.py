@@ -122,3 +122,29 @@ def compute_region(expression: str, dtype: str, inputs: int) -> str:
             operands = f'"{op.literal.data}"'
         lines.append(f"  {name} = {op.name} {operands} : {dtype}")
     return "\n".join([*lines, "}"])
+
+
+def nested_pipeline_in_loop(steps: int) -> str:
+    """A loop of `steps` around a pipeline whose body runs a pipeline over
+    its windows (views: no copies), as jax's
+    `test_transformed_refs_as_inputs_nested` nests them: the tests' and the
+    growth benchmark's program."""
+    ref = f"f32[{16 * steps}, 256] @hbm"
+    return f"""kernel nested(x: {ref}, y: {ref}) {{
+  for t in range({steps}) {{
+    xt = x[ds(16 * t, 16)]
+    yt = y[ds(16 * t, 16)]
+    pipeline grid=(2,)
+        in  xt block=(8, 256) index=(i) -> (i, 0)
+        out yt block=(8, 256) index=(i) -> (i, 0)
+        (xw, yw, i) {{
+      pipeline grid=(2,)
+          in  xw block=(8, 128) index=(k) -> (0, k)
+          out yw block=(8, 128) index=(k) -> (0, k)
+          (inner_x, inner_y, k) {{
+        inner_y[...] = inner_x + 1.0
+      }}
+    }}
+  }}
+}}
+"""

@@ -28,7 +28,7 @@ import copyir
 from copyir import errors
 from copyir.api import apply_passes, pipeline
 from copyir.errors import CopyIRError
-from copyir.testing import compute_region
+from copyir.testing import compute_region, nested_pipeline_in_loop
 
 AXPY = compute_region("(add (mul 2.0 $0) 1.0)", "f32", 1)
 COPY = compute_region("$0", "f32", 1)
@@ -113,39 +113,15 @@ def test_the_stream_does_not_grow_with_the_grid():
     assert len(small.instructions) == len(large.instructions)
 
 
-def nested_in_loop(steps: int) -> str:
-    """A loop around a pipeline whose body runs a pipeline over its
-    windows (views: no copies)."""
-    ref = f"f32[{16 * steps}, 256] @hbm"
-    return f"""kernel nested(x: {ref}, y: {ref}) {{
-  for t in range({steps}) {{
-    xt = x[ds(16 * t, 16)]
-    yt = y[ds(16 * t, 16)]
-    pipeline grid=(2,)
-        in  xt block=(8, 256) index=(i) -> (i, 0)
-        out yt block=(8, 256) index=(i) -> (i, 0)
-        (xw, yw, i) {{
-      pipeline grid=(2,)
-          in  xw block=(8, 128) index=(k) -> (0, k)
-          out yw block=(8, 128) index=(k) -> (0, k)
-          (inner_x, inner_y, k) {{
-        inner_y[...] = inner_x + 1.0
-      }}
-    }}
-  }}
-}}
-"""
-
-
 def test_a_nested_pipeline_in_a_long_loop_keeps_the_stream_small():
     """200,000 steps lower to the stream of 2 (benchmarks/growth.py's
     `check-nested-pipeline-in-loop` times the check)."""
-    small = copyir.to_stream(copyir.lower(nested_in_loop(2)))
-    large = copyir.to_stream(copyir.lower(nested_in_loop(200_000)))
+    small = copyir.to_stream(copyir.lower(nested_pipeline_in_loop(2)))
+    large = copyir.to_stream(copyir.lower(nested_pipeline_in_loop(200_000)))
     assert len(small.instructions) == len(large.instructions) == 8
     x = rng_array((48, 256))
     for mode in MODES:
-        got = copyir.run(nested_in_loop(3), {"x": x}, mode=mode, seed=2)["y"]
+        got = copyir.run(nested_pipeline_in_loop(3), {"x": x}, mode=mode, seed=2)["y"]
         np.testing.assert_array_equal(got, x + np.float32(1))
 
 
