@@ -270,10 +270,10 @@ def analyse(op: PipelineOp) -> Plan:
         for number, ((ref, *_), found) in enumerate(outputs):
             _check_parallel_revisit(ref, number, found, points, parallel)
             _check_revisit(number, found, points, first)
-        return Plan([_schedule(specs, grid, parallel, identity)], None)
+        return Plan([_schedule(specs, grid, parallel, identity, known=blocks)], None)
     cores = op.core_count
     if cores is None or cores == 1:
-        return Plan([_schedule(specs, grid, 0, identity)], None)
+        return Plan([_schedule(specs, grid, 0, identity, known=blocks)], None)
     return Plan(
         [
             _schedule(specs, (count, *shares), 1, user, origin)
@@ -327,23 +327,35 @@ def _blocks(affine_map: AffineMap, dims: list[np.ndarray]) -> np.ndarray:
 
 
 def _schedule(
-    specs, grid: tuple[int, ...], parallel: int, user: tuple[AffineExpr, ...], origin=0
+    specs,
+    grid: tuple[int, ...],
+    parallel: int,
+    user: tuple[AffineExpr, ...],
+    origin: int = 0,
+    known: list[np.ndarray] | None = None,
 ) -> Schedule:
-    """One schedule over `grid`, whose points are the pipeline's `user`."""
+    """One schedule over `grid`, whose points are the pipeline's `user`;
+    `known`, each operand's blocks at them when `user` is the grid itself
+    (`analyse` has them already)."""
     total = int(np.prod(grid))
     points = grid_points(grid)
     points[0] += origin if parallel else 0
     dims = list(points)
-    shown = np.stack([np.broadcast_to(evaluate(u, dims), (total,)) for u in user])
+    shown = (
+        points
+        if known is not None
+        else np.stack([np.broadcast_to(evaluate(u, dims), (total,)) for u in user])
+    )
     inner = int(np.prod(grid[parallel:]))
     first = np.arange(total) % inner == 0  # each schedule's first step
     operands = []
     counts = {False: 0, True: 0}
-    for (ref, output, bref, index_map), spec in specs:
+    for k, ((ref, output, bref, index_map), spec) in enumerate(specs):
         affine_map = index_map.data.replace_dims_and_symbols(
             list(user), [], len(grid), 0
         )
-        blocks = _blocks(affine_map, list(points)).astype(np.int64)
+        found = _blocks(affine_map, dims) if known is None else known[k]
+        blocks = found.astype(np.int64)
         number = counts[output]
         counts[output] += 1
         changed = first.copy()
