@@ -430,13 +430,14 @@ def _check_loop(n: int) -> Stage:
     return _checked(read_dma(text, "db.dma"))
 
 
-def pipeline_text(n: int) -> str:
-    """A pipeline over grid (n,): (8, 128) blocks in and out, 2 buffers each."""
+def pipeline_text(n: int, options: str = "") -> str:
+    """A pipeline over grid (n,): (8, 128) blocks in and out, 2 buffers each
+    (with `options` such as ` dimension_semantics [parallel] cores 3`)."""
     ref = f"!copy.ref<{8 * n}x128xf32, hbm>"
     window = "!copy.ref<8x128xf32, vmem>"
     spec = f"{ref} block [8, 128] index affine_map<(d0) -> (d0, 0)> buffers 2"
     return f"""copy.kernel @stream(%x: {ref}, %y: {ref}) {{
-  copy.pipeline grid({n}) in %x : {spec}, out %y : {spec} (%xw, %yw, %i) {{
+  copy.pipeline grid({n}){options} in %x : {spec}, out %y : {spec} (%xw, %yw, %i) {{
     copy.compute %yw (%xw) : {window}, {window} {{
     ^bb0(%element: f32):
       scalar.yield %element : f32
@@ -454,6 +455,14 @@ def _verify_pipeline(n: int) -> Stage:
     hold (`copyir.limits.MAX_EVENTS`), which verify refuses."""
     module = copyir.parse(pipeline_text(n), "growth.mlir")
     return lambda: copyir.verify(module)
+
+
+@case("check-pipeline-cores", start=1024)
+def _check_pipeline_cores(n: int) -> Stage:
+    """check: the pipeline of N steps split over 3 cores (`_partition_grid`,
+    unevenly: two schedules under `when`s in a parallel loop)"""
+    options = " dimension_semantics [parallel] cores 3"
+    return _checked(copyir.to_stream(copyir.lower(pipeline_text(n + 1, options))))
 
 
 @case("check-pipeline", start=1024)

@@ -90,3 +90,19 @@ def test_a_semi_affine_map_is_a_located_error():
         read_dma(mutant, "k.dma")
     assert str(caught.value) == errors.SEMI_AFFINE
     assert caught.value.loc.line == line
+
+
+def test_a_map_nested_too_deep_is_a_located_error():
+    """A `.dma` map nested past `index.MAX_DEPTH` operations (the stream
+    fuzzer's mutant repeated `mod 2` 600 times) is one located error, not
+    a RecursionError while the tables key on it."""
+    path = EXAMPLES / "loop_windows.cpy"
+    stream = copyir.dma_text(copyir.lower(copyir.parse(path.read_text(), str(path))))
+    deep = "(d0 * 3)" + " mod 7" * 150
+    mutant = stream.replace("(d0 * 3)", deep, 1)
+    assert mutant != stream
+    line = 1 + mutant[: mutant.index(deep)].count("\n")
+    with pytest.raises(CopyIRError) as caught:
+        read_dma(mutant, "k.dma")
+    assert str(caught.value) == errors.INDEX_TOO_DEEP.format(limit=100)
+    assert caught.value.loc.line == line
