@@ -13,6 +13,8 @@ pin the same schedules from 0.12's code.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -22,8 +24,9 @@ from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 from pallas_calls import ANY  # noqa: E402
 
+import copyir  # noqa: E402
 from copyir import errors  # noqa: E402
-from copyir.errors import CopyIRError  # noqa: E402
+from copyir.errors import CopyIRError, CopyIRWarning  # noqa: E402
 from copyir.pallas import run  # noqa: E402
 from copyir.pallas.compare import compare  # noqa: E402
 
@@ -310,3 +313,50 @@ def test_a_revisit_within_the_write_back_lag_is_a_known_write_write_race():
     assert {d.known.name for d in comparison.differences if d.known} == {
         "write-write-race"
     }
+
+
+BOUNDED_CPY = """kernel bounded(x: f32[32, 128] @hbm, y: f32[32, 128] @hbm) {
+  pipeline grid=(2,)
+      in  x block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, 8), 0)
+      out y block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, 8), 0)
+      (xw, yw) {
+    yw[...] = xw + 1.0
+  }
+}
+"""
+
+
+@pytest.mark.skipif(
+    not INTERPRET_RUNS_EMIT_PIPELINE,
+    reason="JAX 0.10.2's interpret mode cannot run emit_pipeline on the CPU",
+)
+def test_bounded_slices_give_interpret_modes_bits():
+    """copyir's `BoundedSlice(16)` with `ds(16 * i, 8)` (the frontend cannot
+    import it: the index map's jaxpr keeps only the start) against the same
+    kernel in Pallas' interpret mode: the 8 rows go each way, the other rows
+    of y stay unwritten (NaN on both sides). A size that is not a whole
+    tile (8 rows of f32) differs: interpret mode rounds the DMA up to it."""
+    spec_b = pl.BlockSpec((pl.BoundedSlice(16), 128), lambda i: (pl.ds(i * 16, 8), 0))
+
+    def body(x, o):
+        o[...] = x[...] + 1.0
+
+    def kernel(x, o):
+        pltpu.emit_pipeline(body, grid=(2,), in_specs=[spec_b], out_specs=[spec_b])(
+            x, o
+        )
+
+    jax.config.update("jax_use_emit_pipeline_primitive", False)
+    f = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((32, 128), jnp.float32),
+        in_specs=[ANY],
+        out_specs=ANY,
+        interpret=pltpu.InterpretParams(),
+    )
+    (x,) = arrays(1, (32, 128))
+    theirs = np.asarray(f(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CopyIRWarning)  # y written in part
+        ours = copyir.run(BOUNDED_CPY, {"x": np.asarray(x)})["y"]
+    assert ours.tobytes() == theirs.tobytes()
