@@ -85,10 +85,12 @@ from copyir.dialects.copy import (
     WhenOp,
     WindowOp,
     describe,
+    is_padded,
+    past_end_error,
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
-from copyir.machine import poison
+from copyir.machine import poison, tiling
 
 
 def poisoned(type: RefType | BufferedRefType) -> np.ndarray:
@@ -331,6 +333,8 @@ class CopyReference(InterpreterFunctions):
                 ),
             )
         block = array[(*self.block_index(op, plan, indices), ...)]
+        if plan.copy_in and plan.tiles is None:  # padded: poison past the cut
+            window[slot, ...] = poisoned(cast(BufferedRefType, op.bref.type))[0]
         slot = window[(slot, *(slice(0, n) for n in block.shape), ...)]
         if plan.copy_in:
             slot[...] = block
@@ -341,14 +345,33 @@ class CopyReference(InterpreterFunctions):
     def block_index(
         self, op: BufferedCopyOp, plan: _WindowPlan, indices: Sequence[int]
     ) -> list[int | slice]:
-        """The numpy index of the block (see `block_slices`)."""
+        """The numpy index of what the copy moves (see `block_slices`)."""
+        name = describe(op.bref)
         index = block_slices(plan.blocks, plan.shape, indices)
         if isinstance(index, int):
-            message = block_error(
-                describe(op.bref), plan.blocks, plan.shape, indices, index
-            )
+            message = block_error(name, plan.blocks, plan.shape, indices, index)
             raise self.fail(op, message)
-        return index
+        type = cast(BufferedRefType, op.bref.type)
+        return self.rounded(op, name, type, index, indices, plan.tiles)
+
+    def rounded(
+        self,
+        op: Operation,
+        name: str,
+        type: BufferedRefType,
+        index: list[int | slice],
+        indices: Sequence[int],
+        tiles: tuple[int, ...] | None,
+    ) -> list[int | slice]:
+        """A block's numpy index as Pallas' BufferedRef moves it (`tiles`:
+        `pallas_tiles`; None for a padded one), or the error of one that
+        reaches past the end."""
+        if tiles is None:
+            return index
+        moved = rounded_slices(index, type.get_shape(), tiles)
+        if isinstance(moved, int):
+            raise self.fail(op, past_end_error(name, type, moved, indices[moved]))
+        return moved
 
     @impl(ForOp)
     def run_for(self, interpreter: Interpreter, op: ForOp, args: PythonValues):
@@ -414,8 +437,10 @@ class CopyReference(InterpreterFunctions):
 
     @impl(OpaqueOp)
     def run_opaque(self, interpreter: Interpreter, op: OpaqueOp, args):
-        """Poison into every ref it writes (its reads matter to the checker,
-        not to the values)."""
+        """Poison into every ref it writes, unless it `keeps` their bytes
+        (its reads matter to the checker, not to the values)."""
+        if op.keeps is not None:
+            return ()
         for value, array in zip(op.writes, args[len(op.reads) :], strict=True):
             array[...] = poisoned(cast(RefType, value.type))
         return ()
@@ -449,7 +474,8 @@ class CopyReference(InterpreterFunctions):
             frame[1] = point
             parts = []
             for number, spec in enumerate(specs):
-                part = args[number][self.pipeline_block(op, spec, blocks[number][step])]
+                index = self.pipeline_block(op, spec, blocks[number][step])
+                part = args[number][index]
                 parts.append(part)
                 if spec.aliased:  # an operand in VMEM: its window is the block
                     windows[number] = part.reshape(spec.window.get_shape())
@@ -459,7 +485,8 @@ class CopyReference(InterpreterFunctions):
                 windows[number] = slots[number][changes[number] % len(slots[number])]
                 changes[number] += 1
                 if spec.fetched:
-                    windows[number][...] = poisoned(spec.window)
+                    if spec.tiles is None:  # a kernel grid's: poison past the cut
+                        windows[number][...] = poisoned(spec.window)
                     windows[number][tuple(slice(0, n) for n in part.shape)] = part
             self.run_block(interpreter, op.body.block, (*windows, *point))
             for number, spec in enumerate(specs):
@@ -475,12 +502,14 @@ class CopyReference(InterpreterFunctions):
     def pipeline_block(
         self, op: PipelineOp, spec: _PipelineSpec, indices: Sequence[int]
     ) -> tuple:
-        """The numpy index of an operand's block (see `block_slices`)."""
+        """The numpy index of what an operand's copy moves (see
+        `block_slices`; `rounded` on emit_pipeline's copies)."""
         index = block_slices(spec.blocks, spec.shape, indices)
         if isinstance(index, int):
             message = block_error(spec.name, spec.blocks, spec.shape, indices, index)
             raise self.fail(op, message)
-        return (*index, ...)
+        moved = self.rounded(op, spec.name, spec.bref, index, indices, spec.tiles)
+        return (*moved, ...)
 
     @impl(ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: ComputeOp, args):
@@ -508,6 +537,47 @@ def block_slices(
             return dim
         index.append(i if kind == SQUEEZED else slice(start, start + size))
     return index
+
+
+def pallas_tiles(type: BufferedRefType, padded: bool) -> tuple[int, ...] | None:
+    """Per dimension, the tile Pallas' BufferedRef rounds a copy to: the
+    array's tiling (`copyir.machine.tiling`) in an `Element` or bounded
+    dimension and in a blocked one whose last block is cut, 1 elsewhere;
+    None for a padded BufferedRef (a kernel grid's), which never rounds."""
+    if padded:
+        return None
+    shape = type.get_shape()
+    rounds = [
+        b.kind.data in (ELEMENT, BOUNDED)
+        or (b.kind.data == BLOCKED and extent % b.size.data != 0)
+        for b, extent in zip(type.block_dims, shape, strict=True)
+    ]
+    if not any(rounds):
+        return (1,) * len(shape)
+    itemsize = type.array_type.dtype.itemsize
+    return tuple(
+        t if r else 1 for t, r in zip(tiling(shape, itemsize), rounds, strict=True)
+    )
+
+
+def rounded_slices(
+    index: list[int | slice], shape: Sequence[int], tiles: Sequence[int]
+) -> list[int | slice] | int:
+    """A block's numpy index (`block_slices`) as Pallas' BufferedRef copies
+    it (`_make_block_slice`, JAX 0.12): the size inside the array rounded
+    up to the dimension's tile (`pallas_tiles`). Or the first dimension
+    where that reaches past the array's end."""
+    out: list[int | slice] = []
+    for dim, (part, extent, tile) in enumerate(zip(index, shape, tiles, strict=True)):
+        if isinstance(part, int):
+            out.append(part)
+            continue
+        size = min(part.stop, extent) - part.start
+        stop = part.start + -(-size // tile) * tile
+        if stop > extent:
+            return dim
+        out.append(slice(part.start, stop))
+    return out
 
 
 def block_error(
@@ -568,6 +638,8 @@ class _WindowPlan:
     buffers: int
     blocks: tuple[tuple[str, int], ...]
     shape: tuple[int, ...]
+    tiles: tuple[int, ...] | None
+    """`pallas_tiles`: None for a padded BufferedRef."""
 
     @classmethod
     def of(cls, op: BufferedCopyOp) -> _WindowPlan:
@@ -585,6 +657,7 @@ class _WindowPlan:
             buffers=type.buffers.data,
             blocks=tuple((b.kind.data, b.size.data) for b in type.block_dims),
             shape=shape,
+            tiles=pallas_tiles(type, is_padded(op.bref)),
         )
 
 
@@ -604,6 +677,10 @@ class _PipelineSpec:
     index_map: Any
     window: RefType
     buffers: int
+    bref: BufferedRefType
+    tiles: tuple[int, ...] | None
+    """`pallas_tiles`: None on a kernel grid, whose blocks are padded, and
+    for an operand in VMEM, which is viewed (never copied)."""
 
     @classmethod
     def of(cls, op: PipelineOp) -> list[Self]:
@@ -612,16 +689,19 @@ class _PipelineSpec:
                 name=describe(ref),
                 output=output,
                 fetched=spec.input,
-                aliased=cast(RefType, ref.type).space_name == "vmem",
+                aliased=viewed,
                 blocks=tuple((b.kind.data, b.size.data) for b in bref.block_dims),
                 shape=bref.get_shape(),
                 index_map=index_map.data,
                 window=cast(RefType, window.type),
                 buffers=bref.buffers.data,
+                bref=bref,
+                tiles=pallas_tiles(bref, op.kernel_grid is not None or viewed),
             )
             for (ref, output, bref, index_map), window, spec in zip(
                 op.specs(), op.windows, op.ref_specs.data, strict=True
             )
+            for viewed in [cast(RefType, ref.type).space_name == "vmem"]
         ]
 
 

@@ -393,7 +393,8 @@ class Keyed(Field):
 @dataclass(frozen=True)
 class Flag(Field):
     """A word present or not: `add` (a start that adds into its
-    destination), `stale` (an invalidation that keeps the bytes)."""
+    destination), `stale` (an invalidation that keeps the bytes), `keeps`
+    (an opaque write that keeps them)."""
 
     name: str
 
@@ -630,9 +631,11 @@ INVALIDATE_FIELDS = (OWN, BOX, Flag("stale"), GUARD)
 block's first visit): a computation may not read it before a write, a DMA
 copies it as it is (the write-back of a window the body wrote in part)."""
 COMPUTE_FIELDS = (OWN, BOX, COMPUTATION, GUARD)
-OPAQUE_FIELDS = (LABEL, ACCESS, OWN, BOX, GUARD)
+OPAQUE_FIELDS = (LABEL, ACCESS, OWN, BOX, Flag("keeps"), GUARD)
 """One of the refs an opaque computation reads or writes: an opaque
-computation is one such instruction per ref, its reads first."""
+computation is one such instruction per ref, its reads first. `keeps`: a
+write that leaves the bytes as they are (the padding of a block cut in a
+BufferedRef's slot keeps what the slot held)."""
 RELEASE_FIELDS = (OWN, BOX, GUARD)
 RELEASE_SEM_FIELDS = (SEM, GUARD)
 """A scope's end: a buffer's box, or one semaphore, that no DMA in flight

@@ -181,6 +181,20 @@ ELEMENT_INDEX_OUT_OF_BOUNDS = (
     "Element offset {index} is out of bounds in dimension {dim} of {bref} "
     "(size {extent})"
 )
+# Verbatim from Pallas (pipeline.py, `_create_blocked_slice`):
+BLOCK_TILING = "Block size must divide tiling: block_size={block}, tiling={tiling}"
+# copyir's own:
+NO_TILING = (
+    "Pallas has no TPU tiling for {itemsize}-byte elements, and a BufferedRef "
+    "rounds its DMAs to the tiling (a cut block, Element or BoundedSlice): use "
+    "elements of at most 4 bytes"
+)
+CUT_BLOCK_PAST_END = (
+    "The block of {bref} at {start}:{end} in dimension {dim} is cut by the "
+    "array's end, and Pallas rounds its DMA up to the TPU tiling ({tile} there): "
+    "{start}:{stop} is past the array's {extent} elements (interpret mode's "
+    "out-of-bounds error)"
+)
 SLOT_OUT_OF_RANGE = "Slot {slot} is out of range for {bref} with {buffers} buffers"
 SYNC_WINDOW_SEMAPHORE = (
     "A synchronous buffered_copy takes no semaphore: start and wait it to give one"

@@ -7,6 +7,8 @@ that each names the spaces and limits from one place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from copyir import errors
@@ -25,10 +27,39 @@ program gives one result in every mode."""
 
 
 PADDING = "padding of a cut block"
-"""The opaque computation (`copy.opaque`) that writes poison where a cut
-block (the ragged edge of an array) leaves its window slot, as Pallas'
-interpret mode pads a `pallas_call`'s inputs: a run warns where it reaches
-an output (`RUN_PADDING_OUTPUT`)."""
+"""The opaque computation (`copy.opaque`) over the part of a window slot
+that a cut block (the ragged edge of an array) leaves: poison, as Pallas'
+interpret mode pads a `pallas_call`'s inputs, or, in a BufferedRef's slot
+(`emit_pipeline`), what the slot held before (`keeps`). A run warns where
+it reaches an output (`RUN_PADDING_OUTPUT`)."""
+
+LANES, SUBLANES = 128, 8
+"""A TPU vreg's tile of 32-bit elements: (sublanes, lanes)."""
+
+
+def tiling(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The tile Pallas assumes for an array in memory, per dimension, as
+    `tpu_info.infer_tiling` computes it for TPU v4 and later (JAX 0.10.2
+    and 0.12 alike): a BufferedRef's DMA of a block cut by the array's end
+    is rounded up to it. 1-D: 128 lanes of 32 bits, packed
+    (`4 // itemsize` elements each); otherwise 1 for the leading
+    dimensions, 128 for the last, and for the second-minor the packing
+    doubled while below min(extent, 8). Pallas' rule has no tile for 8-byte
+    elements (`4 // 8` is 0, and its loop never ends): an error here."""
+    packing = 4 // itemsize
+    if not packing:
+        raise CopyIRError(errors.NO_TILING.format(itemsize=itemsize))
+    if len(shape) == 1:
+        return (packing * LANES,)
+    second = packing
+    while second < min(shape[-2], SUBLANES):
+        second *= 2
+    return (*(1,) * (len(shape) - 2), second, LANES)
+
+
+def align_to(size: int, tile: int) -> int:
+    """`size` rounded up to a multiple of `tile` (Pallas' `align_to`)."""
+    return -(-size // tile) * tile
 
 
 def poison(dtype: np.dtype) -> np.ndarray:

@@ -58,6 +58,8 @@ from copyir.dialects.copy import (
     PipelineOp,
     RefType,
     describe,
+    past_end,
+    past_end_error,
 )
 from copyir.errors import CopyIRError, format_tuple
 from copyir.index import evaluate, grid_points, row_major_strides
@@ -261,6 +263,9 @@ def analyse(op: PipelineOp) -> Plan:
     blocks = [_blocks(s[0][3].data, list(points)) for s in specs]
     for ((ref, _, bref, _), _), found in zip(specs, blocks, strict=True):
         _check_bounds(ref, bref, found, points)
+        viewed = isinstance(ref.type, RefType) and ref.type.space == bref.space
+        if op.kernel_grid is None and not viewed:
+            _check_rounded(ref, bref, found, points)
     identity = tuple(AffineExpr.dimension(d) for d in range(len(grid)))
     if op.kernel_grid is not None:
         parallel = len(op.parallel_dims)
@@ -408,6 +413,17 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
                 )
                 + f", in iteration {format_tuple(points[:, at])}"
             )
+
+
+def _check_rounded(ref, bref: BufferedRefType, blocks, points) -> None:
+    """No block's DMA, rounded up to the tiling as Pallas' BufferedRef
+    rounds it (emit_pipeline's), reaches past the array's end."""
+    for dim in range(len(bref.block_dims)):
+        bad = past_end(bref, dim, blocks[dim])
+        if np.any(bad):
+            at = int(np.flatnonzero(bad)[0])
+            message = past_end_error(describe(ref), bref, dim, int(blocks[dim][at]))
+            raise CopyIRError(f"{message}, in iteration {format_tuple(points[:, at])}")
 
 
 def _first_visits(keys: np.ndarray) -> np.ndarray:

@@ -511,6 +511,8 @@ class _Lowering:
                 )
                 if writes:
                     properties["writes"] = UnitAttr()
+                    if op.keeps is not None:
+                        properties["keeps"] = UnitAttr()
                 out.append(context.instruction(dma.OpaqueOp, properties, op))
         return out
 

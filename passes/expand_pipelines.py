@@ -348,7 +348,8 @@ class _Expansion:
                 buffers,
                 bref_type.space.data,
             )
-        bref = BufferedRefOp.create(result_types=[bref_type], location=self.location)
+        bref = BufferedRefOp(bref_type, padded=self.op.kernel_grid is not None)
+        bref.location = self.location
         name = getattr(spec.ref, "name_hint", None) or "operand"
         self.names.name(bref.results[0], f"{name}_window")
         top.append(bref)

@@ -13,15 +13,24 @@ asynchronous one. Per dimension, for block index i:
 - squeezed: element i, and the dimension is dropped;
 
 and the window slice is [slot, 0:size, ...] over the kept dimensions. With
-trivial windowing the whole ref is copied to or from the slot. A cut block
-copied in leaves the rest of its slot as padding, which a body may read
-(an elementwise body computes on whole windows, and the padding of its
-result is never written back): the copy marks the padding written, with
-poison (`copyir.machine.poison`: NaN, the dtype's maximum for integers,
-True for bool), as Pallas' interpret mode pads a `pallas_call` input to
-whole blocks with its uninitialized value
-(`interpret_utils.pad_to_block_dimension`). The poison is an opaque
-computation's, named `PADDING`, so a run reports an output it reaches.
+trivial windowing the whole ref is copied to or from the slot.
+
+A block cut by the array's end is copied as Pallas copies it. A
+BufferedRef's copy (`emit_pipeline`'s, Pallas' `BufferedRef.copy_in` and
+`copy_out`, `_make_block_slice`) rounds the DMA up to the array's TPU
+tiling (`copyir.machine.tiling`) in an `Element` or bounded dimension and
+in a blocked one whose last block is cut: a cut that is not a whole tile
+then reaches past the array, which the verifier reports as interpret mode
+does (`buffer_bounds="logical"`), and the rest of the slot keeps what it
+held. A `padded` one (a `pallas_call` grid's blocks) copies the cut block
+and pads the rest of the slot with poison (`copyir.machine.poison`: NaN,
+the dtype's maximum for integers, True for bool), as interpret mode pads
+the grid's inputs to whole blocks (`interpret_utils.pad_to_block_dimension`).
+Either way a body may read the rest of the slot (an elementwise body
+computes on whole windows, and that part of its result is never written
+back): the copy marks it written by an opaque computation named `PADDING`
+(that `keeps` the bytes for a BufferedRef), so a run reports an output it
+reaches.
 
 Block indices and the slot may be index values inside loops. Shapes stay
 static: where a block's size depends on its index (the ragged last block
@@ -84,12 +93,15 @@ from copyir.dialects.copy import (
     all_given,
     check_block_indices,
     describe,
+    is_padded,
     kernel_level,
+    rounded,
     set_name,
+    tiles,
     view_result_type,
 )
 from copyir.locations import with_detail
-from copyir.machine import PADDING
+from copyir.machine import PADDING, align_to
 
 Start = int | SSAValue
 """A block index, a slot or a view start: static, or an index value."""
@@ -173,13 +185,32 @@ def _cases(type: BufferedRefType, indices: Sequence[object]) -> list[_Case]:
     ]
 
 
+def moved(type: BufferedRefType, sizes: Sequence[int], padded: bool) -> tuple[int, ...]:
+    """What a copy of a block moves, per dimension, given the `sizes` of the
+    block inside the array (`_Case.sizes`): those sizes for a `padded`
+    BufferedRef, else Pallas' DMA, rounded up to the tiling where Pallas
+    rounds (`rounded`: a whole block stays whole, its size being a whole
+    number of tiles there)."""
+    if padded or not any(rounds := rounded(type)):
+        return tuple(sizes)
+    return tuple(
+        align_to(size, tile) if rounds_here else size
+        for size, tile, rounds_here in zip(sizes, tiles(type), rounds, strict=True)
+    )
+
+
 def instruction_count(
-    type: BufferedRefType, indices: Sequence[object] | None, actions: int, copy_in: bool
+    type: BufferedRefType,
+    indices: Sequence[object] | None,
+    actions: int,
+    copy_in: bool,
+    padded: bool,
 ) -> int:
     """How many stream instructions a window copy expands into, at most: per
     case (`_cases`; an index that is not an `int` is dynamic), its
-    `actions` DMAs and, for a copy in, a padding computation per cut
-    dimension. The verifier counts them against `copyir.limits`."""
+    `actions` DMAs and, for a copy in, a padding computation per dimension
+    whose copy leaves part of the slot. The verifier counts them against
+    `copyir.limits`."""
     if indices is None:
         indices = (0,) * len(type.get_shape())
     count = 0
@@ -187,8 +218,10 @@ def instruction_count(
         count += actions
         if copy_in:
             count += sum(
-                block.kind.data != SQUEEZED and size != block.size.data
-                for block, size in zip(type.block_dims, case.sizes, strict=True)
+                block.kind.data != SQUEEZED and size != block.window_extent
+                for block, size in zip(
+                    type.block_dims, moved(type, case.sizes, padded), strict=True
+                )
             )
     return count
 
@@ -240,7 +273,7 @@ class ExpandBufferedCopy(_WindowPattern):
         assert all_given(indices)  # verified: an operand per dynamic index
         static = [i for i in indices if isinstance(i, int)]
         if len(static) == len(indices):
-            check_block_indices(describe(op.bref), type, static)
+            check_block_indices(describe(op.bref), type, static, is_padded(op.bref))
         slot = op.slot_value
         location = with_detail(op.location, _detail(indices, slot))
         if op.action_value is None:
@@ -262,9 +295,9 @@ class ExpandBufferedCopy(_WindowPattern):
         ops: list[Operation] = []
         array: list[tuple[Start, int, bool]] = []
         window: list[tuple[Start, int, bool]] = [(slot, 1, True)]
-        for index, block, size in zip(
-            indices, type.block_dims, case.sizes, strict=True
-        ):
+        padded = is_padded(op.bref)
+        sizes = moved(type, case.sizes, padded)
+        for index, block, size in zip(indices, type.block_dims, sizes, strict=True):
             kind, block_size = block.kind.data, block.size.data
             if kind == SQUEEZED:
                 array.append((index, 1, True))
@@ -287,17 +320,20 @@ class ExpandBufferedCopy(_WindowPattern):
                 )
             )
         if op.copy_in and "start" in actions:
-            ops += self.padding(op, type, slot, case, location)
+            ops += self.padding(op, type, slot, sizes, not padded, location)
         return ops
 
-    def padding(self, op, type: BufferedRefType, slot, case, location) -> list:
-        """Poison written to the part of the slot a cut block leaves, by an
-        opaque computation named `PADDING` (so that the run follows where
-        it goes, and warns where it reaches an output): one slab per cut
-        dimension (the dimensions before it cut, those after it whole)."""
+    def padding(
+        self, op, type: BufferedRefType, slot, sizes, keeps: bool, location
+    ) -> list:
+        """The opaque computation named `PADDING` over the part of the slot
+        that a copy of `sizes` leaves (so that the run follows where it
+        goes, and warns where it reaches an output): poison, or what the
+        slot held (`keeps`). One slab per such dimension (the dimensions
+        before it as copied, those after it whole)."""
         kept = [
             (block.window_extent, size)
-            for block, size in zip(type.block_dims, case.sizes, strict=True)
+            for block, size in zip(type.block_dims, sizes, strict=True)
             if block.kind.data != SQUEEZED
         ]
         ops: list[Operation] = []
@@ -313,7 +349,7 @@ class ExpandBufferedCopy(_WindowPattern):
                 else:
                     window.append((0, whole, False))
             slab = _view(self.windows[op.bref], window, location)
-            padding = OpaqueOp(PADDING, [], [slab.results[0]])
+            padding = OpaqueOp(PADDING, [], [slab.results[0]], keeps=keeps)
             padding.location = location
             ops += [slab, padding]
         return ops

@@ -65,6 +65,8 @@ from copyir.dialects.copy import (
     _check_subscript,
     check_block_indices,
     describe,
+    is_padded,
+    past_end,
 )
 from copyir.domain import Domain, Loop
 from copyir.errors import CopyIRError, Loc, Note
@@ -291,7 +293,8 @@ def instructions(op: Operation) -> int:
 
         actions = 2 if op.action_value is None else 1
         type = cast(BufferedRefType, op.bref.type)
-        return instruction_count(type, op.block_indices, actions, op.copy_in)
+        padded = is_padded(op.bref)
+        return instruction_count(type, op.block_indices, actions, op.copy_in, padded)
     if isinstance(op, PipelineOp):
         return _pipeline_instructions(op)
     if isinstance(op, ScopeOp):
@@ -331,7 +334,9 @@ def _pipeline_instructions(op: PipelineOp) -> int:
             r.value if isinstance(r, AffineConstantExpr) else r
             for r in index_map.data.results
         ]
-        copy = instruction_count(bref, block, 1, True) * (1 + spec.input * spec.output)
+        padded = op.kernel_grid is not None
+        copies = instruction_count(bref, block, 1, True, padded)
+        copy = copies * (1 + spec.input * spec.output)
         count += steps * (1 + 2 * copy) + schedules * (bref.buffers.data * copy + 2)
     return count
 
@@ -580,12 +585,19 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
                     else -(-extent // block.size.data)
                 )
                 wrong = wrong | (v < 0) | (v >= count)
+            if not padded:  # rounded DMAs, where the indices are inside
+                for dim, value in enumerate(exprs):
+                    v = np.where(wrong, 0, _values_at(value, dims))
+                    wrong = wrong | past_end(type, dim, v)
             return wrong
 
+        padded = is_padded(op.bref)
         point = domain.first(bad)
         if point is not None:
             values = [_value_at(e, point) for e in exprs]
-            _fail_at(domain, point, lambda p: check_block_indices(name, type, values))
+            _fail_at(
+                domain, point, lambda p: check_block_indices(name, type, values, padded)
+            )
     if op.sem is not None:
         _check_address_limit([op.sem], accesses, domain)
     slot = op.slot_value

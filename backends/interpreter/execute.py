@@ -40,7 +40,7 @@ from .. import coverage
 from .completion import CompletionModel, completion_model
 from .inputs import as_input, check_inputs
 from .memory import arena, release_freed_memory
-from .poison import POISON_STEP, opaque_outputs
+from .poison import KEEP_STEP, POISON_STEP, opaque_outputs
 from .program import Program, prepare
 
 STEPS_PER_BATCH = 1 << 15
@@ -182,7 +182,9 @@ class Executable:
         1 adds), a computation at its event (kind 2: the source is its
         function and the offset its operands' stacks and offsets), an
         opaque computation's write at its event (kind 4: the source is the
-        dtype code of its poison and the offset its instruction row). A
+        dtype code of its poison and the offset its instruction row; kind 5
+        for one that keeps the bytes, which only the markers of `poison.py`
+        see). A
         stack is one (buffer, shape, strides) of a kind of end."""
         self._signatures: list[tuple[int, tuple, tuple]] = []
         index: dict[tuple, int] = {}
@@ -232,7 +234,9 @@ class Executable:
             at = np.searchsorted(dst.events, poisons)
             poisoned = np.stack(
                 [
-                    np.full(len(poisons), POISON_STEP, np.int64),
+                    np.where(
+                        table["keeps"][rows[poisons]], KEEP_STEP, POISON_STEP
+                    ).astype(np.int64),
                     table["dtype"][rows[poisons]].astype(np.int64),
                     rows[poisons],
                     dst_stack[at] if len(at) else at,
@@ -421,7 +425,7 @@ class Executable:
                     add_to(target, stacks[a][b], out=target)
                 elif kind == POISON_STEP:
                     copyto(stacks[c][d], poisons[a])
-                else:
+                elif kind == 2:
                     args = [stacks[stack][offset] for stack, offset in operands[b]]
                     copyto(stacks[c][d], functions[a](args))
 

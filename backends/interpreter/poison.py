@@ -27,6 +27,9 @@ from copyir.stream import Stream
 POISON_STEP = 4
 """The plan's kind of step that writes an opaque computation's poison:
 (4, dtype code, instruction row, destination stack, its offset)."""
+KEEP_STEP = 5
+"""Likewise for an opaque write that `keeps` the bytes (the padding of a
+block cut in a BufferedRef's slot): the data stays, the markers change."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def opaque_outputs(
     shadow memory and return each parameter that ends holding opaque
     poison. `stacks` makes the plan's strided stacks over flat arrays, as
     for the data."""
-    poisons = steps[:, 0] == POISON_STEP
+    poisons = (steps[:, 0] == POISON_STEP) | (steps[:, 0] == KEEP_STEP)
     writers = np.unique(steps[poisons, 2])
     if not len(writers):
         return []
@@ -79,7 +82,7 @@ def opaque_outputs(
         elif kind == 3:  # bytes between flat buffers
             at, to = b // items[a], d // items[c]
             flats[c][to : to + n // items[a]] = flats[a][at : at + n // items[a]]
-        elif kind == POISON_STEP:
+        elif kind in (POISON_STEP, KEEP_STEP):
             shadow[c][d][...] = number[b]
     return _found(stream, flats, writers)
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from lark import Tree
-from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.ir import SSAValue
 
 from copyir import errors
@@ -95,7 +95,9 @@ class DefinitionBuilder(OptionReader):
             op = self.emit(SemaphoreOp, (), [type])
             self.define(name, op.results[0])
         elif kind == "buffered_ref":
-            op = self.emit(BufferedRefOp, (), [self.buffered_ref(rhs)])
+            type, padded = self.buffered_ref(rhs)
+            properties = {"padded": UnitAttr()} if padded else {}
+            op = self.emit(BufferedRefOp, (), [type], properties=properties)
             self.define(name, op.results[0])
         elif kind == "async_copy":
             operands = [self.operand(t) for t in rhs.children]
@@ -153,7 +155,7 @@ class DefinitionBuilder(OptionReader):
     def opaque(self, tree: Tree) -> None:
         """`opaque "exp" (x, s) -> (y)`: the refs it reads, then the refs it
         writes, each as written (views allowed)."""
-        _, what, reads, writes, _ = children(tree)
+        _, what, reads, writes, keeps, _ = children(tree)
         sides = [
             [self.operand(ref) for ref in children(side) if ref is not None]
             for side in (reads, writes)
@@ -162,6 +164,8 @@ class DefinitionBuilder(OptionReader):
             "what": StringAttr(unquote(what)),
             "operandSegmentSizes": segment_sizes(tuple(len(s) for s in sides)),
         }
+        if keeps is not None:
+            properties["keeps"] = UnitAttr()
         self.emit(OpaqueOp, [*sides[0], *sides[1]], properties=properties)
 
     def window(self, tree: Tree) -> SSAValue:
@@ -184,7 +188,9 @@ class DefinitionBuilder(OptionReader):
         op = self.emit(WindowOp, operands, [WindowOp.slot_type(bref.type)], properties)
         return op.results[0]
 
-    def buffered_ref(self, tree: Tree) -> BufferedRefType:
+    def buffered_ref(self, tree: Tree) -> tuple[BufferedRefType, bool]:
+        """The type of `buffered_ref x, block=..., buffers=n, space=s`, and
+        whether it is `padded` (a `pallas_call` grid's blocks)."""
         array, *options = children(tree)
         if isinstance(array, Tree):
             array_type = self.type(array, "hbm")
@@ -194,7 +200,7 @@ class DefinitionBuilder(OptionReader):
                 array_type = expect_ref("buffered_ref", "array", value)
             except CopyIRError as err:
                 raise err.at(self.loc(array)) from None
-        known = {"block": "block", "buffers": "int", "space": "name"}
+        known = {"block": "block", "buffers": "int", "space": "name", "padded": "flag"}
         values = self.options(options, "buffered_ref", known)
         if "block" not in values:
             raise self.error(
@@ -208,13 +214,14 @@ class DefinitionBuilder(OptionReader):
             space = memory_space(space)
         except CopyIRError as err:
             raise err.at(self.loc(tree)) from None
-        return BufferedRefType(
+        type = BufferedRefType(
             array_type.get_shape(),
             array_type.element_type,
             values["block"],
             values.get("buffers", 2),
             space,
         )
+        return type, bool(values.get("padded"))
 
 
 _DEFINITIONS = {

@@ -23,7 +23,7 @@ GRAMMAR_WORDS = frozenset(
     (
         *STATEMENT_WORDS,
         *VALUE_WORDS,
-        *("kernel", "in", "out", "inout", "and", "or", "not", "loc", "stale"),
+        *("kernel", "in", "out", "inout", "and", "or", "not", "loc", "stale", "keeps"),
     )
 )
 """Every word the grammar spells: with the statements' and values' words, a
@@ -37,10 +37,11 @@ dimension."""
 AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "div": "/="}
 """The augmented assignment of each operation a computation may apply to
 its destination (`acc += x` adds x to acc)."""
-NAME_WORDS = frozenset(("out", "inout", "stale"))
+NAME_WORDS = frozenset(("out", "inout", "stale", "keeps"))
 """Words of the grammar that may name a value: lark's contextual lexer reads
 `out` and `inout` as keywords only where a pipeline's spec may start, and
-`stale` only after an invalidation's ref, where no value's name stands
+`stale` only after an invalidation's ref and `keeps` only after an opaque
+computation's refs, where no value's name stands
 (examples name their output `out`)."""
 KEYWORDS = (GRAMMAR_WORDS - NAME_WORDS) | {*FLOAT_WORDS, *BLOCK_WORDS}
 """Words the parser reads as something other than a value's name somewhere:

@@ -379,7 +379,9 @@ class _KernelPrinter:
             )
             return f"{self.names[op.result]} = semaphore{dims}"
         if isinstance(op, BufferedRefOp):
-            return f"{self.names[op.result]} = {buffered_ref_text(op.result.type)}"
+            text = buffered_ref_text(op.result.type)
+            padded = ", padded" if op.padded is not None else ""
+            return f"{self.names[op.result]} = {text}{padded}"
         if isinstance(op, DmaOp):
             return self.dma(op)
         if isinstance(op, SyncCopyOp):
@@ -404,7 +406,8 @@ class _KernelPrinter:
                 ", ".join(self.operand(v) for v in side)
                 for side in (op.reads, op.writes)
             )
-            return f"opaque {_quoted(op.what.data)} ({reads}) -> ({writes})"
+            keeps = " keeps" if op.keeps is not None else ""
+            return f"opaque {_quoted(op.what.data)} ({reads}) -> ({writes}){keeps}"
         return f"# {op.name} has no authoring syntax"
 
     def index_expression(self, op: IndexOp) -> str:

@@ -21,10 +21,11 @@ from copyir.errors import CopyIRError, Loc
 from copyir.stream.model import Buffer, CountedLoop, Origin, SemaphoreName, Stream
 
 FORMAT = "copyir-dma"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """3: instruction columns laid out by `copyir.dma_schema`; 4: opaque
 computations (columns `label` and `writes`, the header's `labels`); 5:
-stale invalidations (column `stale`)."""
+stale invalidations (column `stale`); 6: opaque writes that keep the
+bytes (column `keeps`)."""
 
 
 def save_npz(stream: Stream, file) -> None:

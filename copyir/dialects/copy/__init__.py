@@ -95,7 +95,17 @@ from .types import (
     describe_type,
     ref_type,
 )
-from .windows import BufferedCopyOp, BufferedRefOp, WindowOp, check_block_indices
+from .windows import (
+    BufferedCopyOp,
+    BufferedRefOp,
+    WindowOp,
+    check_block_indices,
+    is_padded,
+    past_end,
+    past_end_error,
+    rounded,
+    tiles,
+)
 
 _check_subscript = check_subscript  # the name passes.verify imports
 
@@ -216,11 +226,16 @@ __all__ = [
     "element_type",
     "expect_ref",
     "expect_semaphore",
+    "is_padded",
     "kernel_level",
     "parallel_semantics",
+    "past_end",
+    "past_end_error",
     "ref_type",
+    "rounded",
     "sem_index_result_type",
     "semantics_attr",
     "set_name",
+    "tiles",
     "view_result_type",
 ]

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import StringAttr, UnitAttr
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     irdl_op_definition,
+    opt_prop_def,
     prop_def,
     traits_def,
     var_operand_def,
@@ -37,29 +38,38 @@ class OpaqueOp(CopyOp):
     race with a DMA in flight, a read of memory nobody wrote); the poison
     it writes counts as written, may be copied on, and is reported where
     it ends in a kernel's output. `what` names the computation in messages
-    (`"dot_general, exp"`)."""
+    (`"dot_general, exp"`). One that `keeps` leaves the bytes of its
+    `writes` as they are, which count as its poison all the same: the
+    padding of a block cut in a BufferedRef's slot, which keeps what the
+    slot held (`passes/expand_windows.py`)."""
 
     name = "copy.opaque"
 
     what = prop_def(StringAttr)
     reads = var_operand_def(RefType)
     writes = var_operand_def(RefType)
+    keeps = opt_prop_def(UnitAttr)
 
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$what ` ` `(` $reads `)` `->` `(` $writes `)` attr-dict "
-        "`:` type($reads) `->` type($writes)"
+        "(`keeps` $keeps^)? `:` type($reads) `->` type($writes)"
     )
 
     def __init__(
-        self, what: str, reads: Sequence[SSAValue], writes: Sequence[SSAValue]
+        self,
+        what: str,
+        reads: Sequence[SSAValue],
+        writes: Sequence[SSAValue],
+        keeps: bool = False,
     ):
         """`what` computed from the refs `reads` into the refs `writes`
         (views allowed)."""
-        super().__init__(
-            operands=[reads, writes], properties={"what": StringAttr(what)}
-        )
+        properties: dict[str, Attribute] = {"what": StringAttr(what)}
+        if keeps:
+            properties["keeps"] = UnitAttr()
+        super().__init__(operands=[reads, writes], properties=properties)
 
     def written(self) -> tuple[SSAValue, ...]:
         return tuple(self.writes)

@@ -397,7 +397,8 @@ class PipelineOp(GridOp):
                     )
                 if self.kernel_grid is not None:
                     raise CopyIRError(errors.INOUT_ON_KERNEL_GRID)
-            BufferedRefOp.check_type(bref, describe(ref))
+            padded = self.kernel_grid is not None or type.space == bref.space
+            BufferedRefOp.check_type(bref, describe(ref), padded)
             if output and bref.buffers.data > 2 and self.kernel_grid is not None:
                 raise CopyIRError(errors.OUTPUT_BUFFERS)
             affine_map = index_map.data

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.dialects.utils import split_dynamic_index_list
@@ -42,6 +44,7 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from copyir import errors
 from copyir.attributes import i64_array, segment_sizes
 from copyir.errors import CopyIRError
+from copyir.machine import align_to, tiling
 
 from .base import (
     ACTIONS,
@@ -134,25 +137,40 @@ class BufferedRefOp(CopyOp):
     """A BufferedRef: `%bx = copy.buffered_ref : !copy.buffered<...>`.
 
     Its window, `buffers` slots of one block each, lives in VMEM (or SMEM).
+    A block cut by the array's end is copied as Pallas' `BufferedRef`
+    copies it (`emit_pipeline`): the DMA rounded up to the array's TPU
+    tiling (`copyir.machine.tiling`), the rest of the slot keeping what it
+    held. `padded` (a `pallas_call` grid's blocks) copies the cut block
+    and pads the rest with poison, as interpret mode pads the inputs to
+    whole blocks.
     """
 
     name = "copy.buffered_ref"
 
     result = result_def(BufferedRefType)
+    padded = opt_prop_def(UnitAttr)
 
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`padded` $padded^)? attr-dict `:` type($result)"
 
-    def __init__(self, type: BufferedRefType, name: str | None = None):
-        super().__init__(result_types=[type])
+    def __init__(
+        self, type: BufferedRefType, name: str | None = None, padded: bool = False
+    ):
+        super().__init__(
+            result_types=[type], properties={"padded": UnitAttr()} if padded else {}
+        )
         set_name(self.result, name)
 
     def check(self) -> None:
-        self.check_type(self.result.type, describe(self.result))
+        self.check_type(
+            self.result.type, describe(self.result), self.padded is not None
+        )
 
     @staticmethod
-    def check_type(type: BufferedRefType, name: str) -> None:
+    def check_type(type: BufferedRefType, name: str, padded: bool = True) -> None:
         """A BufferedRef's type: the block shape against the array, the
-        buffer count, the window's space (a pipeline's operands too)."""
+        buffer count, the window's space (a pipeline's operands too); with
+        Pallas' rounding to the tiling (not `padded`), the block against
+        the tiling."""
         array = type.get_shape()
         RefType(array, type.element_type, "hbm")  # dtype and dimensions
         block = type.block_dims
@@ -179,6 +197,75 @@ class BufferedRefOp(CopyOp):
             raise CopyIRError(errors.BAD_BUFFERS.format(buffers=type.buffers.data))
         if type.space.data not in ("vmem", "smem"):
             raise CopyIRError(errors.WINDOW_SPACE.format(space=type.space.data))
+        if not padded:
+            check_tiling(type)
+
+
+def is_padded(bref: SSAValue) -> bool:
+    """Whether a BufferedRef pads its cut blocks (`BufferedRefOp.padded`)."""
+    owner = bref.owner
+    return isinstance(owner, BufferedRefOp) and owner.padded is not None
+
+
+def rounded(type: BufferedRefType) -> list[bool]:
+    """Per dimension, whether Pallas rounds the block's DMA to the tiling
+    (`_make_block_slice`): an `Element` or bounded dimension always, a
+    blocked one where the array's end cuts its last block."""
+    rounds = []
+    for b, extent in zip(type.block_dims, type.get_shape(), strict=True):
+        kind, size = b.kind.data, b.size.data
+        rounds.append(b.at_element or (kind != SQUEEZED and extent % size != 0))
+    return rounds
+
+
+def tiles(type: BufferedRefType) -> tuple[int, ...]:
+    """The tiling of the array a BufferedRef windows (`machine.tiling`)."""
+    return tiling(type.get_shape(), type.array_type.dtype.itemsize)
+
+
+def past_end(type: BufferedRefType, dim: int, index):
+    """Where the DMA of the block at `index` in dimension `dim` (an integer
+    or an array of them, each inside the array), rounded up to the tiling
+    as Pallas rounds it, reaches past the array's end: a cut that is not a
+    whole number of tiles. Pallas' interpret mode fails there
+    (`buffer_bounds="logical"`); the hardware reads its layout's padding."""
+    block, extent = type.block_dims[dim], type.get_shape()[dim]
+    if block.kind.data == SQUEEZED or not rounded(type)[dim]:
+        return index != index  # never: False, or an array of them
+    start = index if block.at_element else index * block.size.data
+    size = np.minimum(block.size.data, extent - start)
+    return start + align_to(size, tiles(type)[dim]) > extent
+
+
+def past_end_error(name: str, type: BufferedRefType, dim: int, index: int) -> str:
+    """The message for a block whose rounded DMA reaches past the end."""
+    block, extent = type.block_dims[dim], type.get_shape()[dim]
+    start = index if block.at_element else index * block.size.data
+    tile = tiles(type)[dim]
+    size = min(block.size.data, extent - start)
+    return errors.CUT_BLOCK_PAST_END.format(
+        bref=name,
+        dim=dim,
+        start=start,
+        end=start + size,
+        tile=tile,
+        stop=start + align_to(size, tile),
+        extent=extent,
+    )
+
+
+def check_tiling(type: BufferedRefType) -> None:
+    """A dimension whose DMA Pallas rounds to the tiling must have a block
+    that is a whole number of tiles (`_create_blocked_slice` and
+    `_create_bounded_slice`, verbatim)."""
+    rounds = rounded(type)
+    if not any(rounds):
+        return
+    for b, tile, rounds_here in zip(type.block_dims, tiles(type), rounds, strict=True):
+        if rounds_here and b.window_extent % tile:
+            raise CopyIRError(
+                errors.BLOCK_TILING.format(block=b.window_extent, tiling=tile)
+            )
 
 
 def _block_text(block: Sequence[BlockDimAttr]) -> str:
@@ -369,7 +456,7 @@ class BufferedCopyOp(CopyOp):
                         name=bref_name, why="its dynamic indices and operands disagree"
                     )
                 )
-            check_block_indices(bref_name, type, indices)
+            check_block_indices(bref_name, type, indices, is_padded(bref))
         check_slot(self.slot_value, bref)
 
     @classmethod
@@ -438,10 +525,15 @@ class BufferedCopyOp(CopyOp):
 
 
 def check_block_indices(
-    bref_name: str, type: BufferedRefType, indices: Sequence[int | SSAValue]
+    bref_name: str,
+    type: BufferedRefType,
+    indices: Sequence[int | SSAValue],
+    padded: bool,
 ) -> None:
     """Block indices against the grid: BLOCK_INDEX_COUNT and the bounds of
-    the static ones (an index value is checked over its loops' domain)."""
+    the static ones (an index value is checked over its loops' domain),
+    with, unless `padded`, their DMAs rounded up to the tiling
+    (`past_end`)."""
     shape = type.get_shape()
     if len(indices) != len(shape):
         raise CopyIRError(
@@ -464,14 +556,16 @@ def check_block_indices(
                         index=index, dim=dim, bref=bref_name, extent=extent
                     )
                 )
-            continue
-        grid = extent if b.kind.data == SQUEEZED else -(-extent // b.size.data)
-        if index >= grid:
-            raise CopyIRError(
-                errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
-                    index=index, dim=dim, bref=bref_name, extent=grid
+        else:
+            grid = extent if b.kind.data == SQUEEZED else -(-extent // b.size.data)
+            if index >= grid:
+                raise CopyIRError(
+                    errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
+                        index=index, dim=dim, bref=bref_name, extent=grid
+                    )
                 )
-            )
+        if not padded and past_end(type, dim, index):
+            raise CopyIRError(past_end_error(bref_name, type, dim, index))
 
 
 @irdl_op_definition
