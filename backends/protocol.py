@@ -93,6 +93,10 @@ class BoxAccesses:
     pipeline's output window at a block's first visit). A DMA that reads
     memory whose last event was one copies those bytes on (Pallas writes
     a whole window back): not an error but a warning (`Verdict.stale`)."""
+    keeps: np.ndarray | None = None
+    """Optional, per row: an opaque write that keeps the box's bytes (the
+    padding of a block cut in a BufferedRef's slot). It counts as written,
+    but not in `Verdict.written`: a run's memory there starts as poison."""
 
     def runs(self, memory: Memory, rows: np.ndarray) -> coverage.Runs:
         """The element runs of these rows' boxes (`coverage.box_runs`)."""
@@ -867,5 +871,9 @@ def _stale_warning(
 
 
 def _write_runs(ends: BoxAccesses, memory: Memory) -> coverage.Runs:
-    writes = np.flatnonzero(ends.write & ~ends.invalidate)
+    """The element runs some write fills with data of its own."""
+    writes = ends.write & ~ends.invalidate
+    if ends.keeps is not None:
+        writes &= ~ends.keeps
+    writes = np.flatnonzero(writes)
     return ends.runs(memory, writes)

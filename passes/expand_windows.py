@@ -255,7 +255,9 @@ class ExpandWindow(_WindowPattern):
     def match_and_rewrite(self, op: WindowOp, rewriter: PatternRewriter) -> None:
         type = cast(BufferedRefType, op.bref.type)
         kept = [
-            (0, b.size.data, False) for b in type.block_dims if b.kind.data != SQUEEZED
+            (0, b.window_extent, False)
+            for b in type.block_dims
+            if b.kind.data != SQUEEZED
         ]
         view = _view(
             self.windows[op.bref], [(op.slot_value, 1, True), *kept], op.location

@@ -379,16 +379,26 @@ def ring(draw, b: Builder) -> None:
 @st.composite
 def windows(draw, b: Builder) -> None:
     """A grid over a BufferedRef with ragged blocks, asynchronous copies in
-    through two slots, synchronous copies out."""
-    br, bc = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    through two slots, synchronous copies out. Either `padded` (a kernel
+    grid's blocks: any sizes, the slot padded past a cut), or Pallas'
+    BufferedRef, whose cut DMAs round up to the TPU tiling: blocks and cuts
+    of whole tiles (8 rows, 128 columns)."""
+    padded = draw(st.booleans())
     gi, gj = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    rows = br * (gi - 1) + draw(st.integers(1, br))  # the last block may be short
-    cols = bc * (gj - 1) + draw(st.integers(1, bc))
+    if padded:
+        br, bc = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+        rows = br * (gi - 1) + draw(st.integers(1, br))  # the last may be short
+        cols = bc * (gj - 1) + draw(st.integers(1, bc))
+    else:  # in tiles: the last block may be short by whole tiles
+        br, bc = 8 * draw(st.integers(1, 2)), 128 * draw(st.integers(1, 2))
+        rows = br * (gi - 1) + 8 * draw(st.integers(1, br // 8))
+        cols = bc * (gj - 1) + 128 * draw(st.integers(1, bc // 128))
     br, bc = min(br, rows), min(bc, cols)  # a block is at most the array
     x = b.param("x", (rows, cols), True)
     y = b.param("y", (rows, cols), False)
     bx = b.fresh("bx")
-    b.emit(f"{bx} = buffered_ref {x.name}, block=({br}, {bc}), buffers=2")
+    options = ", padded" if padded else ""
+    b.emit(f"{bx} = buffered_ref {x.name}, block=({br}, {bc}), buffers=2{options}")
     sems = b.semaphores(2)
 
     def window(action: str, block: str, slot: str) -> None:

@@ -198,13 +198,14 @@ def test_sync_copy_leaf_mismatch_notes_the_leaf():
             errors.BLOCK_RANK.format(block="(4, 128, 1)", block_rank=3, rank=2),
         ),
         (
-            "bx = buffered_ref x, block=(3, 128)\nbuffered_copy x -> bx[3, 0]",
+            "bx = buffered_ref x, block=(3, 128), padded\nbuffered_copy x -> bx[3, 0]",
             errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
                 index=3, dim=0, bref="bx", extent=3
             ),
         ),
         (
-            "bx = buffered_ref x, block=(Element(4), 128)\nbuffered_copy x -> bx[8, 0]",
+            "bx = buffered_ref x, block=(Element(4), 128), padded\n"
+            "buffered_copy x -> bx[8, 0]",
             errors.ELEMENT_INDEX_OUT_OF_BOUNDS.format(
                 index=8, dim=0, bref="bx", extent=8
             ),
@@ -227,6 +228,49 @@ def test_sync_copy_leaf_mismatch_notes_the_leaf():
 )
 def test_message_names_the_values(body, message):
     assert str(error_of(kernel(body))) == message
+
+
+@pytest.mark.parametrize(
+    ("params", "body", "message"),
+    [
+        (  # jax 0.12 pipeline.py, _create_blocked_slice: 8 % 3 cuts a block
+            "x: f32[8, 128] @hbm",
+            "bx = buffered_ref x, block=(3, 128)",
+            "Block size must divide tiling: block_size=3, tiling=8",
+        ),
+        (  # _create_bounded_slice checks an Element block always
+            "x: f32[64, 256] @hbm",
+            "bx = buffered_ref x, block=(8, Element(64))",
+            "Block size must divide tiling: block_size=64, tiling=128",
+        ),
+        (  # a 1-D bf16 array's tile: 128 lanes of two elements
+            "x: bf16[1024] @hbm",
+            "bx = buffered_ref x, block=(Element(128),)",
+            "Block size must divide tiling: block_size=128, tiling=256",
+        ),
+        (  # 4 rows of f32 tile by 4 (the tile stays below the extent)
+            "x: f32[4, 128] @hbm",
+            "bx = buffered_ref x, block=(Element(2), 128)",
+            "Block size must divide tiling: block_size=2, tiling=4",
+        ),
+        (
+            "x: f32[20, 128] @hbm",
+            "bx = buffered_ref x, block=(8, 128)\nbuffered_copy x -> bx[2, 0]",
+            errors.CUT_BLOCK_PAST_END.format(
+                bref="bx", dim=0, start=16, end=20, tile=8, stop=24, extent=20
+            ),
+        ),
+        (
+            "x: f64[16, 128] @hbm",
+            "bx = buffered_ref x, block=(Element(8), 128)",
+            errors.NO_TILING.format(itemsize=8),
+        ),
+    ],
+)
+def test_pallas_tiling_of_buffered_ref_copies(params, body, message):
+    """Pallas' BufferedRef rounds a DMA to the array's TPU tiling
+    (`tpu_info.infer_tiling`) where a block is cut or is an Element one."""
+    assert str(error_of(kernel(body, params))) == message
 
 
 @pytest.mark.parametrize(

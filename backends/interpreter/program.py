@@ -89,7 +89,8 @@ def prepare(
     add = table["add"][trace.row[validated.src.events]].astype(bool)
     own = trace.row[validated.dst.events]
     writes = table["writes"][own].astype(bool)
-    ends = _protocol_ends(validated, op, add, writes, table["stale"][own])
+    stale, keeps = table["stale"][own], table["keeps"][own]
+    ends = _protocol_ends(validated, op, add, writes, stale, keeps)
     layout = validated.layout
     memory = protocol.Memory(
         layout.shapes,
@@ -124,14 +125,16 @@ def _protocol_ends(
     add: np.ndarray,
     writes: np.ndarray,
     stale: np.ndarray,
+    keeps: np.ndarray,
 ):
     """The protocol's rows, filled in place (no part tables): two per DMA,
     its source then its destination (read too when the DMA adds); then
     each computation's operands (read), the boxes opaque computations read,
     the computations' destinations and the boxes opaque computations write
     (written), and the invalidations' boxes (made unwritten), all instant.
-    `writes` says, per destination, whether an opaque one is written, and
-    `stale` whether an invalidation's is stale."""
+    `writes` says, per destination, whether an opaque one is written,
+    `stale` whether an invalidation's is stale and `keeps` whether an
+    opaque write keeps the bytes."""
     src, dst = validated.src, validated.dst
     count = len(src.events)
     pieces: list[tuple[ResolvedEnds, slice | np.ndarray, bool, bool]] = [
@@ -156,6 +159,7 @@ def _protocol_ends(
         invalidate=np.zeros(total, bool),
         shape_kind=np.empty(total, np.int64),
         stale=np.zeros(total, bool),
+        keeps=np.zeros(total, bool),
     )
     buffers = len(validated.layout.buffers)
 
@@ -184,6 +188,9 @@ def _protocol_ends(
         if invalidate:
             assert ends.stale is not None  # made above
             ends.stale[rows] = stale[at]
+        elif write and access is dst:  # computations' and opaque writes
+            assert ends.keeps is not None  # made above
+            ends.keeps[rows] = keeps[at]
         first += size
     return ends
 

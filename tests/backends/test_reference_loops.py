@@ -317,6 +317,9 @@ def test_a_descriptor_started_with_add_accumulates():
 # --------------------------------------------------------------------------
 
 WINDOWED = "!copy.buffered<20x12xf32, [8, 5], buffers 2, vmem>"
+"""Blocks that are no whole TPU tiles: the BufferedRefs below are `padded`
+(a kernel grid's), whose cut blocks are copied cut and padded with poison
+(Pallas' BufferedRef rounds them to the tiling: `test_tiled_*`)."""
 
 
 def test_async_window_copies_move_every_ragged_block():
@@ -324,7 +327,7 @@ def test_async_window_copies_move_every_ragged_block():
     of blocks has 4 rows and last column 2 columns."""
     x = ref((20, 12))
     text = f"""copy.kernel @k(%x: {x}, %y: {x}) {{
-  %bx = copy.buffered_ref : {WINDOWED}
+  %bx = copy.buffered_ref padded : {WINDOWED}
   %sems = copy.semaphore : !copy.sem_array<2>
   copy.for %i, %j in grid(3, 3) {{
     %slot = copy.index affine_map<(d0, d1) -> ((d0 * 3 + d1) mod 2)>(%i, %j)
@@ -345,7 +348,7 @@ def test_an_async_window_copy_of_the_corner_block_takes_only_its_rows():
     which copying the whole slot out to block (0, 0) of y shows."""
     x = ref((20, 12))
     text = f"""copy.kernel @k(%x: {x}, %y: {x}) {{
-  %bx = copy.buffered_ref : {WINDOWED}
+  %bx = copy.buffered_ref padded : {WINDOWED}
   %s = copy.semaphore : !copy.sem
   copy.for %i in range(2, 3) {{
     %slot = copy.index affine_map<(d0) -> (d0 - 1)>(%i)
@@ -370,7 +373,7 @@ def test_dynamic_element_and_squeezed_window_dimensions():
     x = ref((10, 3))
     windowed = "!copy.buffered<10x3xf32, [element 4, squeezed], buffers 1, vmem>"
     text = f"""copy.kernel @k(%x: {x}, %y: {x}) {{
-  %bx = copy.buffered_ref : {windowed}
+  %bx = copy.buffered_ref padded : {windowed}
   copy.for %i, %j in grid(4, 3) {{
     %at = copy.index affine_map<(d0) -> (d0 * 3)>(%i)
     copy.buffered_copy %x -> %bx[%at, %j] : {x} -> {windowed}
@@ -630,7 +633,9 @@ def test_a_block_index_or_slot_out_of_range_is_an_error_at_its_iteration():
     body = """copy.for %i in range(0, 4) {{
     copy.buffered_copy %x -> %bx[{block}] slot {slot} : {x} -> {w}
   }}"""
-    head = f"copy.kernel @k(%x: {x}) {{\n  %bx = copy.buffered_ref : {WINDOWED}\n  "
+    head = (
+        f"copy.kernel @k(%x: {x}) {{\n  %bx = copy.buffered_ref padded : {WINDOWED}\n  "
+    )
     blocks = head + body.format(block="%i, 0", slot="0", x=x, w=WINDOWED) + "\n}\n"
     assert str(failing(blocks)) == (
         errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(index=3, dim=0, bref="bx", extent=3)

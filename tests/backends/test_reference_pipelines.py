@@ -74,34 +74,54 @@ def test_generated_pipelines_agree_with_the_reference_and_numpy(p):
 
 
 def one_pipeline(
-    shape, block: str, index: str, grid, window, body: str, dtype: str = "f32"
+    shape,
+    block: str,
+    index: str,
+    grid,
+    window,
+    body: str,
+    dtype: str = "f32",
+    flavour: str = "",
 ) -> str:
     array = ref(shape, dtype)
     spec = f"{array} block [{block}] index {index} buffers"
     names = ", ".join(f"%{n}" for n in "ijk"[: len(grid)])
+    grid_text = ", ".join(map(str, grid))
     return f"""copy.kernel @p(%x: {array}, %y: {array}) {{
-  copy.pipeline grid({", ".join(map(str, grid))}) in %x : {spec} 3, out %y : {spec} 2 (%xw, %yw, {names}) {{
+  copy.pipeline grid({grid_text}){flavour} in %x : {spec} 3, out %y : {spec} 2 (%xw, %yw, {names}) {{
     copy.compute %yw (%xw) : {ref(window, dtype, "vmem")}, {ref(window, dtype, "vmem")} {compute_region(body, dtype, 1)}
   }}
 }}
 """
 
 
+RAGGED = [
+    # A kernel grid pads a cut block with poison: any cut.
+    ((20, 300), "8, 128", (8, 128), " kernel_grid"),
+    # emit_pipeline's BufferedRef rounds a cut DMA up to the tiling: cuts
+    # of whole tiles (8 rows, 128 columns); the slot keeps the rest.
+    ((24, 384), "16, 256", (16, 256), ""),
+]
+
+
 @pytest.mark.parametrize("dtype, numpy", [("f32", np.float32), ("i32", np.int32)])
-def test_ragged_blocks_in_both_dimensions(dtype, numpy):
-    """(20, 300) through (8, 128): the last row of blocks has 4 rows, the
-    last column 44; the body sees poison in the rest of its window."""
+@pytest.mark.parametrize("shape, block, window, flavour", RAGGED)
+def test_ragged_blocks_in_both_dimensions(dtype, numpy, shape, block, window, flavour):
+    """Through (8, 128) blocks, (20, 300) has a last row of blocks of 4
+    rows and a last column of 44; through (16, 256), (24, 384) has 8 and
+    128. The body computes on whole windows, past the cut too."""
     body = "(add (mul 2 $0) 1)"
     program = one_pipeline(
-        (20, 300),
-        "8, 128",
+        shape,
+        block,
         "affine_map<(d0, d1) -> (d0, d1)>",
-        (3, 3),
-        (8, 128),
+        (3, 3) if flavour else (2, 2),
+        window,
         body,
         dtype,
+        flavour,
     )
-    x = values((20, 300), numpy)
+    x = values(shape, numpy)
     got = agree(program, {"x": x, "y": np.zeros_like(x)})
     np.testing.assert_array_equal(got["y"], 2 * x + 1)
 
@@ -164,14 +184,14 @@ def test_the_expansion_run_on_the_reference_path_agrees():
     """`expand-pipelines` then the reference path (windows, invalidations and
     asynchronous window copies run at once) gives the pipeline's meaning."""
     program = one_pipeline(
-        (20, 300),
-        "8, 128",
+        (24, 384),
+        "16, 256",
         "affine_map<(d0, d1) -> (d0, d1)>",
-        (3, 3),
-        (8, 128),
+        (2, 2),
+        (16, 256),
         "(add $0 $0)",
     )
-    x = values((20, 300))
+    x = values((24, 384))
     inputs = {"x": x, "y": np.zeros_like(x)}
     module = copyir.parse(program, format="mlir")
     apply_passes(module, pipeline("expand-pipelines"))
@@ -195,11 +215,12 @@ def test_a_block_outside_the_array_is_named_at_its_grid_point():
 
 
 def test_padding_that_reaches_an_output_is_a_warning():
-    """A cut input block's padding (poison past row 20) copied whole into
-    an output block that lies inside its array: both paths give the same
-    bits, and the run names the output and its first padded element."""
+    """A kernel grid's cut input block (poison past row 20, as interpret
+    mode pads a pallas_call's inputs) copied whole into an output block
+    that lies inside its array: both paths give the same bits, and the run
+    names the output and its first padded element."""
     text = """kernel pad(x: f32[20, 128] @hbm, y: f32[24, 128] @hbm) {
-  pipeline grid=(3,)
+  pipeline grid=(3,) kernel_grid
       in  x block=(8, 128) index=(i) -> (i, 0)
       out y block=(8, 128) index=(i) -> (i, 0)
       (xw, yw) {
@@ -207,24 +228,79 @@ def test_padding_that_reaches_an_output_is_a_warning():
   }
 }
 """
+    got = padding_reaches_y(text, 20, 3072, "y[20, 0]")
+    assert got[20:].view(np.uint32).tolist() == [[0x7FC00000] * 128] * 4
+
+
+TILED = """kernel pad(x: f32[24, 128] @hbm, y: f32[32, 128] @hbm) {
+  pipeline grid=(2,)
+      in  x block=(16, 128) index=(i) -> (i, 0) buffers=BUFFERS
+      out y block=(16, 128) index=(i) -> (i, 0)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_the_slot_past_a_tiled_cut_keeps_what_it_held(buffers):
+    """emit_pipeline's BufferedRef copies the cut block x[16:24] into rows
+    0:8 of its slot and leaves rows 8:16 as they were (jax 0.12
+    `_create_blocked_slice`; `test_a_cut_block_keeps_the_slots_rows_as_
+    interpret_mode_does` runs it side by side): the slot's first use holds
+    poison there; one slot holds block 0's rows 8:16. Copied whole into y,
+    they reach y[24:32], with the padding warning."""
+    got = padding_reaches_y(
+        TILED.replace("BUFFERS", str(buffers)), 24, 4096, "y[24, 0]"
+    )
+    x = values((24, 128))
+    if buffers == 1:
+        np.testing.assert_array_equal(got[24:], x[8:16])
+    else:
+        assert got[24:].view(np.uint32).tolist() == [[0x7FC00000] * 128] * 8
+
+
+def padding_reaches_y(text: str, inside: int, size: int, first: str) -> np.ndarray:
+    """Run `text` (x's rows are values((inside, 128))) on both paths and in
+    every mode: the same bits, x in y's first `inside` rows, and one
+    warning at the pipeline that the rest of y holds padding."""
     module = copyir.parse(text, "pad.cpy")
     copyir.verify(module)
-    x = values((20, 128))
+    x = values((inside, 128))
     want = run_reference(module.ops.first, {"x": x})["y"]
     stream = copyir.to_stream(copyir.lower(text))
     for mode in MODES:
         with pytest.warns(CopyIRWarning) as caught:
             got = copyir.run(stream, {"x": x}, mode=mode, seed=5)["y"]
+        count = size - inside * 128
         assert [str(w.message) for w in caught] == [
             errors.RUN_PADDING_OUTPUT.format(
-                name="y", count=512, size=3072, first="y[20, 0]"
+                name="y", count=count, size=size, first=first
             )
         ]
         loc = caught[0].message.loc  # type: ignore[attr-defined]
         assert (loc.line, loc.col) == (2, 3)
         assert got.tobytes() == want.tobytes()
-    np.testing.assert_array_equal(got[:20], x)
-    assert got[20:].view(np.uint32).tolist() == [[0x7FC00000] * 128] * 4
+    np.testing.assert_array_equal(got[:inside], x)
+    return got
+
+
+def test_a_cut_that_is_no_whole_tile_is_interpret_modes_error():
+    """(20, 128) in 8-row blocks: the last block's 4 rows round up to the
+    8-row tile, x[16:24], past the array: interpret mode's out-of-bounds
+    read, located at the pipeline with the grid point; a kernel grid pads
+    instead."""
+    text = TILED.replace("24, 128", "20, 128").replace("16, 128", "8, 128")
+    text = text.replace("grid=(2,)", "grid=(3,)").replace("buffers=BUFFERS", "")
+    with pytest.raises(CopyIRError) as err:
+        copyir.verify(copyir.parse(text, "pad.cpy"))
+    message = errors.CUT_BLOCK_PAST_END.format(
+        bref="x", dim=0, start=16, end=20, tile=8, stop=24, extent=20
+    )
+    assert str(err.value) == f"{message}, in iteration (2,)"
+    assert (err.value.loc.line, err.value.loc.col) == (2, 3)
+    copyir.verify(copyir.parse(text.replace("(3,)", "(3,) kernel_grid"), "k.cpy"))
 
 
 PARTIAL = """kernel partial(x: f32[48, 128] @hbm, y: f32[48, 128] @hbm) {
@@ -275,20 +351,24 @@ def test_a_body_writing_part_of_its_output_window_agrees(options, buffers, earli
 
 @st.composite
 def window_programs(draw):
-    """A 1-D pipeline over x's row blocks into y's, whose body writes the
-    whole window, writes only its first `rows` rows (Pallas writes the
-    rest back as the slot held it), or runs a pipeline over the windows'
-    column blocks (views: no copies); the last row block may be cut, the
-    input may look ahead, the output take 1 to 3 buffers."""
+    """A 1-D pipeline over x's row bands (8 or 16 rows) into y's, whose body
+    writes the whole window, writes only its first `rows` rows (Pallas
+    writes the rest back as the slot held it), or runs a pipeline over the
+    windows' column blocks (views: no copies), or takes a bounded slice of
+    each band; the last band may be cut by whole 8-row tiles (Pallas
+    rounds a cut DMA up to the tiling: any other cut is an error, tried in
+    `test_a_cut_that_is_no_whole_tile_is_interpret_modes_error`), the input
+    may look ahead, the output take 1 to 3 buffers."""
     grid = draw(st.integers(1, 4))
-    cut = draw(st.integers(0, 7 if grid > 1 else 0))  # no block past a 1-block array
+    band = draw(st.sampled_from([8, 16]))
+    cut = draw(st.sampled_from(range(0, band if grid > 1 else 8, 8)))
     columns = draw(st.sampled_from([128, 256]))
     body = draw(st.sampled_from(["whole", "partial", "nested", "bounded"]))
-    rows = draw(st.integers(1, 7))
+    rows = draw(st.integers(1, band - 1))
     fetched = draw(st.integers(1, 3))
     lookahead = fetched > 1 and draw(st.booleans())
     written = draw(st.integers(1, 3))
-    shape = (8 * grid - cut, columns)
+    shape = (band * grid - cut, columns)
     array = f"f32[{shape[0]}, {columns}] @hbm"
     if body == "whole":
         text = "    yw[...] = xw + 1.0"
@@ -296,15 +376,16 @@ def window_programs(draw):
         text = f"    yw[0:{rows}, :] = xw[0:{rows}, :] + 1.0"
     else:
         text = f"""    pipeline grid=({columns // 128},)
-        in  xw block=(8, 128) index=(k) -> (0, k)
-        out yw block=(8, 128) index=(k) -> (0, k)
+        in  xw block=({band}, 128) index=(k) -> (0, k)
+        out yw block=({band}, 128) index=(k) -> (0, k)
         (inner_x, inner_y, k) {{
       inner_y[...] = inner_x + 1.0
     }}"""
-    block, index = f"(8, {columns})", "(i, 0)"
+    block, index = f"({band}, {columns})", "(i, 0)"
     if body == "bounded":  # both sides: the first `rows` rows of each band
         text = "    yw[...] = xw + 1.0"
-        block, index = f"(BoundedSlice(8), {columns})", f"(ds(8 * i, {rows}), 0)"
+        block = f"(BoundedSlice({band}), {columns})"
+        index = f"(ds({band} * i, {rows}), 0)"
     program = f"""kernel gen(x: {array}, y: {array}) {{
   pipeline grid=({grid},)
       in  x block={block} index=(i) -> {index} buffers={fetched}{" lookahead" * lookahead}
@@ -314,29 +395,32 @@ def window_programs(draw):
   }}
 }}
 """
-    return program, shape, body, rows, written
+    return program, shape, body, rows, written, band
 
 
 def windows_model(
-    x: np.ndarray, y: np.ndarray, body: str, rows: int, written: int
+    x: np.ndarray, y: np.ndarray, body: str, rows: int, written: int, band: int
 ) -> np.ndarray:
-    """y as Pallas leaves it: each block's window is the output's next slot
+    """y as Pallas leaves it: each band's window is the output's next slot
     (NaN, interpret mode's uninitialized value, at its first use); the body
-    writes its rows; the rows inside the array go back. A bounded slice
-    moves only its `rows` rows each way."""
+    writes its rows; the rows inside the array go back. A bounded slice of
+    `rows` rows moves them rounded up to the 8-row tile, as JAX 0.12's
+    `_create_bounded_slice` does, each way (cut at the array's end, by
+    whole tiles here)."""
     if body == "bounded":
         y = y.copy()
-        for start in range(0, x.shape[0], 8):
-            y[start : start + rows] = x[start : start + rows] + np.float32(1)
+        moved = -(-rows // 8) * 8
+        for start in range(0, x.shape[0], band):
+            y[start : start + moved] = x[start : start + moved] + np.float32(1)
         return y
-    slots = [np.full((8, x.shape[1]), np.nan, np.float32) for _ in range(written)]
+    slots = [np.full((band, x.shape[1]), np.nan, np.float32) for _ in range(written)]
     y = np.empty_like(x)
-    for block, start in enumerate(range(0, x.shape[0], 8)):
+    for block, start in enumerate(range(0, x.shape[0], band)):
         window = slots[block % written]
-        part = x[start : start + 8]
-        wrote = rows if body == "partial" else 8
+        part = x[start : start + band]
+        wrote = rows if body == "partial" else band
         window[: min(wrote, len(part))] = part[:wrote] + np.float32(1)
-        y[start : start + 8] = window[: len(part)]
+        y[start : start + band] = window[: len(part)]
     return y
 
 
@@ -350,7 +434,7 @@ def test_generated_nested_partial_and_ragged_pipelines_agree(case):
     """The stream in every mode, the reference path and a numpy model of
     Pallas' slots agree bit for bit (a partial write warns; its warning is
     tests/passes/test_expand_pipelines.py's)."""
-    program, shape, body, rows, written = case
+    program, shape, body, rows, written, band = case
     x = values(shape, seed=1)
     inputs = {"x": x, "y": values(shape, seed=2)}
     module = copyir.parse(program, filename="gen.cpy")
@@ -362,5 +446,5 @@ def test_generated_nested_partial_and_ragged_pipelines_agree(case):
         for mode in MODES:
             got = copyir.run(stream, inputs, mode=mode, seed=5)["y"]
             assert got.tobytes() == want.tobytes(), mode
-    model = windows_model(x, inputs["y"], body, rows, written)
+    model = windows_model(x, inputs["y"], body, rows, written, band)
     assert want.tobytes() == model.tobytes()

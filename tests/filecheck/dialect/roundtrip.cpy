@@ -43,8 +43,8 @@ kernel all_ops(x: f32[64, 128] @hbm, y: f32[64, 128] @any,
   buffered_copy x -> bx[1, 0], slot=1
   # CHECK-NEXT:   buffered_copy bx[1, 0] -> y
   buffered_copy bx[1, 0] -> y, slot=0
-  # CHECK-NEXT:   bv = buffered_ref bf16[100], block=(Element(48),), buffers=1, space=smem
-  bv = buffered_ref bf16[100], block=(Element(48),), buffers=1, space=smem
+  # CHECK-NEXT:   bv = buffered_ref bf16[100], block=(Element(48),), buffers=1, space=smem, padded
+  bv = buffered_ref bf16[100], block=(Element(48),), padded, buffers=1, space=smem
   # CHECK-NEXT:   br = buffered_ref f32[64, 128], block=(None, 128), buffers=3
   br = buffered_ref x, block=(None, 128), buffers=3
   # CHECK-NEXT:   whole = buffered_ref f32[64, 128], block=(64, 128), buffers=1

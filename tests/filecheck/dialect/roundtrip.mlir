@@ -29,8 +29,10 @@ copy.kernel @all_ops(%x : !copy.ref<64x128xf32, hbm>, %y : !copy.ref<64x128xf32,
   copy.sync_copy (%x, {a: %y}) -> (%buf, {a: %x}) add : (!copy.ref<64x128xf32, hbm>, !copy.ref<64x128xf32, hbm>) -> (!copy.ref<64x128xf32, vmem>, !copy.ref<64x128xf32, hbm>)
   // CHECK-NEXT: copy.sync_copy () -> () : () -> ()
   copy.sync_copy () -> () : () -> ()
-  // CHECK-NEXT: %bx = copy.buffered_ref : !copy.buffered<64x128xf32, [48, element 16], buffers 2, vmem>
-  %bx = copy.buffered_ref : !copy.buffered<64x128xf32, [48, element 16], buffers 2, vmem>
+  // A kernel grid's BufferedRef pads its cut blocks (Pallas' own would round
+  // element 16 to the 128-lane tiling and refuse it).
+  // CHECK-NEXT: %bx = copy.buffered_ref padded : !copy.buffered<64x128xf32, [48, element 16], buffers 2, vmem>
+  %bx = copy.buffered_ref padded : !copy.buffered<64x128xf32, [48, element 16], buffers 2, vmem>
   // CHECK-NEXT: %br = copy.buffered_ref : !copy.buffered<64x128xf32, [squeezed, 128], buffers 1, smem>
   %br = copy.buffered_ref : !copy.buffered<64x128xf32, [squeezed, 128], buffers 1, smem>
   // CHECK-NEXT: copy.buffered_copy %x -> %bx[1, 100] slot 1 : !copy.ref<64x128xf32, hbm> -> !copy.buffered<64x128xf32, [48, element 16], buffers 2, vmem>

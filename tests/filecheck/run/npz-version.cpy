@@ -5,7 +5,7 @@
 # A binary stream of another format version (an older copyir's) is one
 # clear error naming both versions, never a table misread.
 
-# CHECK: npz:1:1: error: Cannot read DMA stream {{.*}}.npz: it is a copyir DMA stream of format version 2, and this copyir reads version 5 only: lower the program again with this copyir
+# CHECK: npz:1:1: error: Cannot read DMA stream {{.*}}.npz: it is a copyir DMA stream of format version 2, and this copyir reads version 6 only: lower the program again with this copyir
 kernel old(x: f32[8], y: f32[8]) {
   sync_copy x -> y
 }

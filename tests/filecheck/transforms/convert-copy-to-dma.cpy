@@ -17,10 +17,11 @@ kernel lowered(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm) {
   row = alloc f32[384] @vmem
   sems = semaphore[2]
   # Block (7, 2): rows 896:1000, columns 256:384; x + (896 * 384 + 256) * 4.
-  # CHECK-NEXT:   dma.start "hbm" 1377280 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128] sem 2 loc("block (7, 2) slot 0"("{{.*}}convert-copy-to-dma.cpy":[[# @LINE + 4]]:3))
+  # CHECK-NEXT:   dma.start "hbm" 1377280 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128] sem 2 loc("block (7, 2) slot 0"("{{.*}}convert-copy-to-dma.cpy":[[# @LINE + 5]]:3))
   # CHECK-NEXT:   dma.wait sem 2 bytes 53248
-  # The cut block leaves rows 104:128 of the slot as padding, poisoned.
-  # CHECK-NEXT:   dma.opaque "padding of a cut block" writes "vmem" 53248 [128, 1] f32 [24, 128]
+  # The cut block leaves rows 104:128 of the slot as padding: they keep
+  # what the slot held.
+  # CHECK-NEXT:   dma.opaque "padding of a cut block" writes "vmem" 53248 [128, 1] f32 [24, 128] keeps
   buffered_copy x -> bx[7, 2], slot=0
   # Row 5 of y, columns 8:16 from the row buffer, on semaphore 1 of the array.
   # CHECK-NEXT:   dma.start "vmem" 131104 [1] -> "hbm" 1543712 [1] f32 [8] sem 1 add priority 1
@@ -31,8 +32,8 @@ kernel lowered(x: f32[1000, 384] @hbm, y: f32[1000, 384] @hbm) {
 }
 
 # TEXT:      // copyir DMA stream: kernel lowered, target default
-# TEXT:      dma.start "hbm" 1377280 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128] sem 2  // {{.*}}convert-copy-to-dma.cpy:24:3 block (7, 2) slot 0
-# TEXT-NEXT: dma.wait sem 2 bytes 53248  // {{.*}}convert-copy-to-dma.cpy:24:3 block (7, 2) slot 0
-# TEXT-NEXT: dma.opaque "padding of a cut block" writes "vmem" 53248 [128, 1] f32 [24, 128]  // {{.*}}convert-copy-to-dma.cpy:24:3 block (7, 2) slot 0
-# TEXT-NEXT: dma.start "vmem" 131104 [1] -> "hbm" 1543712 [1] f32 [8] sem 1 add priority 1  // {{.*}}convert-copy-to-dma.cpy:28:3
+# TEXT:      dma.start "hbm" 1377280 [384, 1] -> "vmem" 0 [128, 1] f32 [104, 128] sem 2  // {{.*}}convert-copy-to-dma.cpy:25:3 block (7, 2) slot 0
+# TEXT-NEXT: dma.wait sem 2 bytes 53248  // {{.*}}convert-copy-to-dma.cpy:25:3 block (7, 2) slot 0
+# TEXT-NEXT: dma.opaque "padding of a cut block" writes "vmem" 53248 [128, 1] f32 [24, 128] keeps  // {{.*}}convert-copy-to-dma.cpy:25:3 block (7, 2) slot 0
+# TEXT-NEXT: dma.start "vmem" 131104 [1] -> "hbm" 1543712 [1] f32 [8] sem 1 add priority 1  // {{.*}}convert-copy-to-dma.cpy:29:3
 # BARE:      dma.wait sem 2 bytes 53248{{$}}
