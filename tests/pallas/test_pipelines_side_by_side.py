@@ -317,8 +317,8 @@ def test_a_revisit_within_the_write_back_lag_is_a_known_write_write_race():
 
 BOUNDED_CPY = """kernel bounded(x: f32[32, 128] @hbm, y: f32[32, 128] @hbm) {
   pipeline grid=(2,)
-      in  x block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, 8), 0)
-      out y block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, 8), 0)
+      in  x block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, SIZE), 0)
+      out y block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, SIZE), 0)
       (xw, yw) {
     yw[...] = xw + 1.0
   }
@@ -330,13 +330,18 @@ BOUNDED_CPY = """kernel bounded(x: f32[32, 128] @hbm, y: f32[32, 128] @hbm) {
     not INTERPRET_RUNS_EMIT_PIPELINE,
     reason="JAX 0.10.2's interpret mode cannot run emit_pipeline on the CPU",
 )
-def test_bounded_slices_give_interpret_modes_bits():
-    """copyir's `BoundedSlice(16)` with `ds(16 * i, 8)` (the frontend cannot
-    import it: the index map's jaxpr keeps only the start) against the same
-    kernel in Pallas' interpret mode: the 8 rows go each way, the other rows
-    of y stay unwritten (NaN on both sides). A size that is not a whole
-    tile (8 rows of f32) differs: interpret mode rounds the DMA up to it."""
-    spec_b = pl.BlockSpec((pl.BoundedSlice(16), 128), lambda i: (pl.ds(i * 16, 8), 0))
+@pytest.mark.parametrize("size", [8, 6, 11])
+def test_bounded_slices_give_interpret_modes_bits(size):
+    """copyir's `BoundedSlice(16)` with `ds(16 * i, size)` (the frontend
+    cannot import it: the index map's jaxpr keeps only the start) against
+    the same kernel in Pallas' interpret mode: JAX 0.12's
+    `_create_bounded_slice` rounds the slice up to the 8-row tile, and the
+    rounded rows go each way (8 for 6, 16 for 11); the other rows of y stay
+    unwritten (NaN on both sides). (0.10.2 rounded only a slice past the
+    array's end.)"""
+    spec_b = pl.BlockSpec(
+        (pl.BoundedSlice(16), 128), lambda i: (pl.ds(i * 16, size), 0)
+    )
 
     def body(x, o):
         o[...] = x[...] + 1.0
@@ -358,5 +363,74 @@ def test_bounded_slices_give_interpret_modes_bits():
     theirs = np.asarray(f(x))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CopyIRWarning)  # y written in part
-        ours = copyir.run(BOUNDED_CPY, {"x": np.asarray(x)})["y"]
-    assert ours.tobytes() == theirs.tobytes()
+        ours = copyir.run(BOUNDED_CPY.replace("SIZE", str(size)), {"x": np.asarray(x)})
+    assert ours["y"].tobytes() == theirs.tobytes()
+    moved = -(-size // 8) * 8
+    np.testing.assert_array_equal(
+        ours["y"][16 : 16 + moved], np.asarray(x)[16:][:moved] + 1
+    )
+
+
+def cut_pipeline(rows: int, block: int, buffers: int):
+    """x (rows, 128) in blocks of `block` rows, copied whole into y's
+    blocks of a y with whole blocks: y's rows past x's show what the input
+    slot held past the cut."""
+    grid = -(-rows // block)
+    in_spec = pl.BlockSpec(
+        (block, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(buffers)
+    )
+
+    def body(x, o):
+        o[...] = x[...]
+
+    def kernel(x, o):
+        pltpu.emit_pipeline(
+            body,
+            grid=(grid,),
+            in_specs=[in_spec],
+            out_specs=[spec(index=lambda i: (i, 0), block=(block, 128))],
+        )(x, o)
+
+    f = hbm_kernel(kernel, 1, (grid * block, 128))
+    return f, jnp.arange(rows * 128, dtype=jnp.float32).reshape(rows, 128)
+
+
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_a_cut_block_keeps_the_slots_rows_as_interpret_mode_does(buffers):
+    """x (24, 128) in 16-row blocks: the last block's 8 rows are a whole
+    tile, so Pallas' DMA (`_create_blocked_slice`) moves x[16:24] into the
+    first 8 rows of the slot, and the other 8 keep what the slot held:
+    block 0's rows 8:16 with one buffer, the uninitialized value (NaN) at
+    the second slot's first use. Copied whole into y, they reach y[24:32],
+    bit for bit as in interpret mode, event for event; copyir warns."""
+    f, x = cut_pipeline(24, 16, buffers)
+    with pytest.warns(CopyIRWarning) as caught:
+        got = np.asarray(run(f, x))
+    assert [str(w.message) for w in caught] == [
+        errors.RUN_PADDING_OUTPUT.format(
+            name="o", count=1024, size=4096, first="o[24, 0]"
+        )
+    ]
+    np.testing.assert_array_equal(got[:24], x)
+    if buffers == 1:
+        np.testing.assert_array_equal(got[24:], x[8:16])
+    else:
+        assert np.isnan(got[24:]).all()
+    agrees_with_interpret_mode(f, x)
+
+
+def test_a_cut_that_is_no_whole_tile_fails_as_in_interpret_mode():
+    """x (20, 128) in 8-row blocks: the last block's 4 rows round up to
+    x[16:24], past the array: interpret mode's out-of-bounds read, and
+    copyir's located error."""
+    f, x = cut_pipeline(20, 8, 2)
+    with pytest.raises(CopyIRError) as err:
+        run(f, x)
+    message = errors.CUT_BLOCK_PAST_END.format(
+        bref="x", dim=0, start=16, end=20, tile=8, stop=24, extent=20
+    )
+    assert str(err.value).startswith(message)
+    if INTERPRET_RUNS_EMIT_PIPELINE:
+        comparison = compare(f, x)
+        assert comparison.status == "agrees", comparison.report()
+        assert all("interpret mode error" in line for line in comparison.report())
