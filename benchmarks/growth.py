@@ -457,6 +457,43 @@ def _verify_pipeline(n: int) -> Stage:
     return lambda: copyir.verify(module)
 
 
+@case("verify-ragged-pipeline", n=32768)
+def _verify_ragged_pipeline(n: int) -> Stage:
+    """verify: a pipeline of N steps whose last 16-row block the array's
+    end cuts by a whole tile (each block's DMA rounded up to the tiling,
+    checked against the array's end at every step)
+
+    N is fixed, as for verify-pipeline-grid (the limit of events)."""
+    ref = f"f32[{16 * n - 8}, 128] @hbm"
+    text = f"""kernel ragged(x: {ref}, y: {ref}) {{
+  pipeline grid=({n},)
+      in  x block=(16, 128) index=(i) -> (i, 0)
+      out y block=(16, 128) index=(i) -> (i, 0)
+      (xw, yw) {{
+    yw[...] = xw
+  }}
+}}
+"""
+    module = copyir.parse(text, "growth.cpy")
+    return lambda: copyir.verify(module)
+
+
+@case("verify-ragged-windows")
+def _verify_ragged_windows(n: int) -> Stage:
+    """verify: N block copies in one loop through a BufferedRef whose last
+    block the array's end cuts by a whole tile (each rounded DMA checked
+    over the loop's domain)"""
+    pair = "    buffered_copy x -> bx[i, 0], slot=0\n    buffered_copy bx[i, 0] -> y, slot=0\n"
+    ref = "f32[120, 128] @hbm"
+    text = (
+        f"kernel ragged(x: {ref}, y: {ref}) {{\n"
+        "  bx = buffered_ref x, block=(16, 128), buffers=1\n"
+        "  for i in range(8) {\n" + pair * n + "  }\n}\n"
+    )
+    module = parsed(text)
+    return lambda: copyir.verify(module)
+
+
 @case("check-pipeline-cores", start=1024)
 def _check_pipeline_cores(n: int) -> Stage:
     """check: the pipeline of N steps split over 3 cores (`_partition_grid`,

@@ -415,9 +415,9 @@ RUN_UNWRITTEN_WINDOW = (
 """A warning: a pipeline's write-back copies stale window memory (a body
 that wrote its output window only in part)."""
 RUN_PADDING_OUTPUT = (
-    "Output {name} holds the padding of a cut block (the uninitialized "
-    "value past an array's edge): {count} of its {size} elements, the first "
-    "at {first}"
+    "Output {name} holds the padding of a cut block (past an array's edge: "
+    "the uninitialized value, or what the window's slot held): {count} of "
+    "its {size} elements, the first at {first}"
 )
 RUN_OPAQUE_OUTPUT = (
     'Output {name} holds poison that opaque computation "{what}" wrote: '
