@@ -483,7 +483,10 @@ def _verify_ragged_windows(n: int) -> Stage:
     """verify: N block copies in one loop through a BufferedRef whose last
     block the array's end cuts by a whole tile (each rounded DMA checked
     over the loop's domain)"""
-    pair = "    buffered_copy x -> bx[i, 0], slot=0\n    buffered_copy bx[i, 0] -> y, slot=0\n"
+    pair = (
+        "    buffered_copy x -> bx[i, 0], slot=0\n"
+        "    buffered_copy bx[i, 0] -> y, slot=0\n"
+    )
     ref = "f32[120, 128] @hbm"
     text = (
         f"kernel ragged(x: {ref}, y: {ref}) {{\n"
