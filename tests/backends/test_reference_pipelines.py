@@ -370,6 +370,9 @@ def window_programs(draw):
     written = draw(st.integers(1, 3))
     shape = (band * grid - cut, columns)
     array = f"f32[{shape[0]}, {columns}] @hbm"
+    # y of whole bands: the input slot's rows past x's cut reach it.
+    reach = cut > 0 and body == "whole" and draw(st.booleans())
+    y_array = f"f32[{band * grid}, {columns}] @hbm" if reach else array
     if body == "whole":
         text = "    yw[...] = xw + 1.0"
     elif body == "partial":
@@ -386,7 +389,7 @@ def window_programs(draw):
         text = "    yw[...] = xw + 1.0"
         block = f"(BoundedSlice({band}), {columns})"
         index = f"(ds({band} * i, {rows}), 0)"
-    program = f"""kernel gen(x: {array}, y: {array}) {{
+    program = f"""kernel gen(x: {array}, y: {y_array}) {{
   pipeline grid=({grid},)
       in  x block={block} index=(i) -> {index} buffers={fetched}{" lookahead" * lookahead}
       out y block={block} index=(i) -> {index} buffers={written}
@@ -395,32 +398,47 @@ def window_programs(draw):
   }}
 }}
 """
-    return program, shape, body, rows, written, band
+    return program, shape, body, rows, (fetched, written), band, reach
 
 
 def windows_model(
-    x: np.ndarray, y: np.ndarray, body: str, rows: int, written: int, band: int
+    x: np.ndarray,
+    y: np.ndarray,
+    body: str,
+    rows: int,
+    buffers: tuple[int, int],
+    band: int,
 ) -> np.ndarray:
-    """y as Pallas leaves it: each band's window is the output's next slot
-    (NaN, interpret mode's uninitialized value, at its first use); the body
-    writes its rows; the rows inside the array go back. A bounded slice of
-    `rows` rows moves them rounded up to the 8-row tile, as JAX 0.12's
-    `_create_bounded_slice` does, each way (cut at the array's end, by
-    whole tiles here)."""
+    """y as Pallas leaves it: each band lands in the input's next slot,
+    whose rows past a cut keep what they held (NaN, interpret mode's
+    uninitialized value, at its first use); the band's window is the
+    output's next slot (NaN at first use); the body writes its rows; the
+    rows inside y go back (all of the band where y is longer than x). A
+    bounded slice of `rows` rows moves them rounded up to the 8-row tile,
+    as JAX 0.12's `_create_bounded_slice` does, each way (cut at the
+    array's end, by whole tiles here)."""
+    fetched, written = buffers
     if body == "bounded":
         y = y.copy()
         moved = -(-rows // 8) * 8
         for start in range(0, x.shape[0], band):
             y[start : start + moved] = x[start : start + moved] + np.float32(1)
         return y
-    slots = [np.full((band, x.shape[1]), np.nan, np.float32) for _ in range(written)]
-    y = np.empty_like(x)
-    for block, start in enumerate(range(0, x.shape[0], band)):
-        window = slots[block % written]
+    def slots(count: int) -> list[np.ndarray]:
+        return [np.full((band, x.shape[1]), np.nan, np.float32) for _ in range(count)]
+
+    ins, outs = slots(fetched), slots(written)
+    y = np.empty_like(y)
+    for block, start in enumerate(range(0, y.shape[0], band)):
+        slot, window = ins[block % fetched], outs[block % written]
         part = x[start : start + band]
-        wrote = rows if body == "partial" else band
-        window[: min(wrote, len(part))] = part[:wrote] + np.float32(1)
-        y[start : start + band] = window[: len(part)]
+        slot[: len(part)] = part
+        if body == "whole":  # the whole window, past the cut too
+            window[...] = slot + np.float32(1)
+        else:
+            wrote = min(rows if body == "partial" else band, len(part))
+            window[:wrote] = part[:wrote] + np.float32(1)
+        y[start : start + band] = window[: len(y[start : start + band])]
     return y
 
 
@@ -434,9 +452,10 @@ def test_generated_nested_partial_and_ragged_pipelines_agree(case):
     """The stream in every mode, the reference path and a numpy model of
     Pallas' slots agree bit for bit (a partial write warns; its warning is
     tests/passes/test_expand_pipelines.py's)."""
-    program, shape, body, rows, written, band = case
+    program, shape, body, rows, buffers, band, reach = case
     x = values(shape, seed=1)
-    inputs = {"x": x, "y": values(shape, seed=2)}
+    y_shape = (shape[0] + band - shape[0] % band, shape[1]) if reach else shape
+    inputs = {"x": x, "y": values(y_shape, seed=2)}
     module = copyir.parse(program, filename="gen.cpy")
     copyir.verify(module)
     with warnings.catch_warnings():
@@ -446,5 +465,5 @@ def test_generated_nested_partial_and_ragged_pipelines_agree(case):
         for mode in MODES:
             got = copyir.run(stream, inputs, mode=mode, seed=5)["y"]
             assert got.tobytes() == want.tobytes(), mode
-    model = windows_model(x, inputs["y"], body, rows, written, band)
+    model = windows_model(x, inputs["y"], body, rows, buffers, band)
     assert want.tobytes() == model.tobytes()
