@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from copyir.backends.interpreter import MODES
 from copyir.backends.reference import run_reference
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pipeline_programs import expected_outputs, pipelines
 
@@ -424,6 +424,7 @@ def windows_model(
         for start in range(0, x.shape[0], band):
             y[start : start + moved] = x[start : start + moved] + np.float32(1)
         return y
+
     def slots(count: int) -> list[np.ndarray]:
         return [np.full((band, x.shape[1]), np.nan, np.float32) for _ in range(count)]
 
@@ -448,6 +449,17 @@ def windows_model(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(window_programs())
+@example(  # one input slot: its rows past x's cut hold block 0's, into y
+    (
+        TILED.replace("BUFFERS", "1").replace("yw[...] = xw", "yw[...] = xw + 1.0"),
+        (24, 128),
+        "whole",
+        1,
+        (1, 2),
+        16,
+        True,
+    )
+)
 def test_generated_nested_partial_and_ragged_pipelines_agree(case):
     """The stream in every mode, the reference path and a numpy model of
     Pallas' slots agree bit for bit (a partial write warns; its warning is
