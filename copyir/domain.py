@@ -41,12 +41,16 @@ class Domain:
 
     loops: tuple[Loop, ...] = ()
     conditions: tuple[tuple[AffineSet, ...], ...] = ()
+    copies: int = 1
+    """How many times the lowering emits each point's instructions, at
+    most (a pipeline over cores runs every group's copy of its body on
+    every core, under `when`s): what the events count, not the checks."""
 
-    def inside(self, loops: list[Loop]) -> Domain:
-        return Domain((*self.loops, *loops), self.conditions)
+    def inside(self, loops: list[Loop], copies: int = 1) -> Domain:
+        return Domain((*self.loops, *loops), self.conditions, self.copies * copies)
 
     def when(self, sets: tuple[AffineSet, ...]) -> Domain:
-        return Domain(self.loops, (*self.conditions, sets))
+        return Domain(self.loops, (*self.conditions, sets), self.copies)
 
     @property
     def size(self) -> int:

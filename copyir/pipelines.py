@@ -288,6 +288,22 @@ def analyse(op: PipelineOp) -> Plan:
     )
 
 
+def core_copies(op: PipelineOp) -> tuple[int, int]:
+    """How a pipeline over cores multiplies its instructions, at most: the
+    lowering runs every group's schedule (`partition`) on every core,
+    under a `when`, so each grid step's instructions are emitted
+    `cores * (sum of the groups' shares) / steps` times (rounded up), and
+    each prologue and epilogue `cores * groups` times. (1, 1) without
+    cores."""
+    cores = op.core_count
+    if not cores:
+        return 1, 1
+    groups = partition(op, cores)
+    shares = sum(int(np.prod(share)) for _, _, share, _ in groups)
+    steps = int(np.prod(op.grid_shape))
+    return -(-cores * shares // steps), cores * len(groups)
+
+
 def partition(
     op: PipelineOp, cores: int
 ) -> list[tuple[int, int, tuple[int, ...], tuple[AffineExpr, ...]]]:

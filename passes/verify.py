@@ -249,7 +249,8 @@ class Budget:
                         what=what, count=total, limit=limits.MAX_ITERATIONS
                     )
                 )
-        self.events += domain.size * instructions(op) * accesses.pieces(op)
+        weight = domain.size * domain.copies * accesses.pieces(op)
+        self.events += weight * instructions(op)
         if self.events > limits.MAX_EVENTS:
             inside = domain.loops or isinstance(op, ForOp | PipelineOp)
             what, loc = (
@@ -313,17 +314,19 @@ def _pipeline_instructions(op: PipelineOp) -> int:
     """A pipeline's copies, waits and invalidations, at most: per operand
     and step, an invalidation and two window copies (a start and a wait,
     or a synchronous copy); per schedule (a point of a kernel grid's
-    parallel dimensions, or a core), the prologue's fetches and the
+    parallel dimensions, or a core's copy of a group's, `core_copies`,
+    whose steps count as often), the prologue's fetches and the
     epilogue's waits, or the copies of a trivially windowed operand; none
     for an operand in VMEM, which the pipeline views."""
     from copyir.passes.expand_windows import instruction_count
 
+    from copyir.pipelines import core_copies
+
     grid = op.grid_shape
-    steps = limits.iterations(grid)
+    copies, schedules = core_copies(op)
+    steps = limits.iterations(grid) * copies
     if op.kernel_grid is not None:
         schedules = limits.iterations(grid[: len(op.parallel_dims)])
-    else:
-        schedules = op.core_count or 1
     count = 0
     for (ref, _, bref, index_map), spec in zip(
         op.specs(), op.ref_specs.data, strict=True
@@ -387,11 +390,13 @@ def _inner_domain(op: Operation, accesses: Accesses, domain: Domain) -> Domain:
         ]
         return domain.inside(loops)
     if isinstance(op, PipelineOp):
+        from copyir.pipelines import core_copies
+
         loops = [
             Loop(accesses.dim(index), 0, extent, describe(index))
             for index, extent in zip(op.indices, op.grid_shape, strict=False)
         ]
-        return domain.inside(loops)
+        return domain.inside(loops, core_copies(op)[0])
     if isinstance(op, WhenOp):
         args = [accesses.index(a) for a in op.args]
         return domain.when(substitute_sets([s.data for s in op.condition.data], args))

@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 from conftest import EXAMPLES
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from loop_programs import loop_programs
-from pipeline_programs import pipelines
+from pipeline_programs import Pipeline, Spec, pipelines
 
 import copyir
 from copyir import errors, limits
@@ -247,8 +247,32 @@ def test_verify_counts_at_least_the_events_of_generated_loops(program):
     refused_one_below_its_events(program.text, program.filename)
 
 
+def _spec(name: str, output: bool, results, out_buffers: int) -> Spec:
+    return Spec(name, output, results, 1, (3,), "", "", out_buffers, False)
+
+
+UNEVEN_CORES = Pipeline(
+    grid=(3,),
+    parallel=0,
+    specs=(
+        _spec("x0", False, (None, None), 0),
+        _spec("y0", True, (0, None), 1),
+    ),
+    no_pipelining=True,
+    copies=1,
+    clash=True,
+    kernel_grid=False,
+    semantics=(True,),
+    cores=2,
+)
+"""3 steps over 2 cores: groups of shares 2 and 1, each core running both
+groups' schedules under `when`s (what hypothesis found: verify counted
+the grid's steps once)."""
+
+
 @GENERATED
 @given(pipelines())
+@example(UNEVEN_CORES)
 def test_verify_counts_at_least_the_events_of_generated_pipelines(p):
     refused_one_below_its_events(p.mlir(), "p.mlir", format="mlir")
 
