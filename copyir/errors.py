@@ -195,6 +195,12 @@ CUT_BLOCK_PAST_END = (
     "{start}:{stop} is past the array's {extent} elements (interpret mode's "
     "out-of-bounds error)"
 )
+VIEWED_BLOCK_PAST_END = (
+    "The block of {bref} at {start}:{stop} in dimension {dim} reaches past the "
+    "array's {extent} elements: a pipeline views an operand in {space} (no "
+    "copy) a whole block at a time, as Pallas does (interpret mode's "
+    "out-of-bounds error)"
+)
 SLOT_OUT_OF_RANGE = "Slot {slot} is out of range for {bref} with {buffers} buffers"
 SYNC_WINDOW_SEMAPHORE = (
     "A synchronous buffered_copy takes no semaphore: start and wait it to give one"

@@ -254,6 +254,34 @@ def past_end_error(name: str, type: BufferedRefType, dim: int, index: int) -> st
     )
 
 
+def viewed_past_end(type: BufferedRefType, dim: int, index):
+    """Where the block at `index` in dimension `dim` (an integer or an array
+    of them, each inside the array) reaches past the array's end when it is
+    viewed whole, as Pallas views an operand already in the window's space
+    (`BufferedRef.compute_slice`: the block's full size, never cut)."""
+    block, extent = type.block_dims[dim], type.get_shape()[dim]
+    if block.kind.data == SQUEEZED:
+        return index != index  # never: False, or an array of them
+    start = index if block.at_element else index * block.size.data
+    return start + block.window_extent > extent
+
+
+def viewed_past_end_error(
+    name: str, type: BufferedRefType, dim: int, index: int
+) -> str:
+    """The message for a viewed block that reaches past the end."""
+    block = type.block_dims[dim]
+    start = index if block.at_element else index * block.size.data
+    return errors.VIEWED_BLOCK_PAST_END.format(
+        bref=name,
+        start=start,
+        stop=start + block.window_extent,
+        dim=dim,
+        extent=type.get_shape()[dim],
+        space=type.space.data,
+    )
+
+
 def check_tiling(type: BufferedRefType) -> None:
     """A dimension whose DMA Pallas rounds to the tiling must have a block
     that is a whole number of tiles (`_create_blocked_slice` and
