@@ -189,6 +189,12 @@ NO_TILING = (
     "rounds its DMAs to the tiling (a cut block, Element or BoundedSlice): use "
     "elements of at most 4 bytes"
 )
+NO_TILING_HANGS = (
+    "Pallas' BufferedRef infers the TPU tiling of an array of 2 or more "
+    "dimensions for every block it copies, and for {itemsize}-byte elements "
+    "its loop never ends (the kernel hangs): use elements of at most 4 bytes, "
+    "or a block of the whole array"
+)
 CUT_BLOCK_PAST_END = (
     "The block of {bref} at {start}:{end} in dimension {dim} is cut by the "
     "array's end, and Pallas rounds its DMA up to the TPU tiling ({tile} there): "

@@ -260,10 +260,20 @@ def test_message_names_the_values(body, message):
                 bref="bx", dim=0, start=16, end=20, tile=8, stop=24, extent=20
             ),
         ),
-        (
+        (  # 1-D: Pallas' tile is 0 (`block_size % 0` fails)
+            "x: f64[256] @hbm",
+            "bx = buffered_ref x, block=(Element(128),)",
+            errors.NO_TILING.format(itemsize=8),
+        ),
+        (  # 2-D: `_get_tiling_factor` doubles 0 forever, cut or not
             "x: f64[16, 128] @hbm",
             "bx = buffered_ref x, block=(Element(8), 128)",
-            errors.NO_TILING.format(itemsize=8),
+            errors.NO_TILING_HANGS.format(itemsize=8),
+        ),
+        (
+            "x: i64[16, 128] @hbm",
+            "bx = buffered_ref x, block=(8, 128)",
+            errors.NO_TILING_HANGS.format(itemsize=8),
         ),
     ],
 )

@@ -285,7 +285,15 @@ def viewed_past_end_error(
 def check_tiling(type: BufferedRefType) -> None:
     """A dimension whose DMA Pallas rounds to the tiling must have a block
     that is a whole number of tiles (`_create_blocked_slice` and
-    `_create_bounded_slice`, verbatim)."""
+    `_create_bounded_slice`, verbatim). Pallas infers the tiling of every
+    copied block of 2 or more dimensions, rounded or not, and has none for
+    8-byte elements: its loop never ends there."""
+    shape = type.get_shape()
+    hangs = len(shape) > 1 and 4 // type.array_type.dtype.itemsize == 0
+    if hangs and not type.is_trivial_windowing:  # `tpu_info._get_tiling_factor`
+        raise CopyIRError(
+            errors.NO_TILING_HANGS.format(itemsize=type.array_type.dtype.itemsize)
+        )
     rounds = rounded(type)
     if not any(rounds):
         return
