@@ -434,3 +434,39 @@ def test_a_cut_that_is_no_whole_tile_fails_as_in_interpret_mode():
         comparison = compare(f, x)
         assert comparison.status == "agrees", comparison.report()
         assert all("interpret mode error" in line for line in comparison.report())
+
+
+def test_a_cut_block_of_a_nested_pipelines_window_fails_as_in_interpret_mode():
+    """The inner pipeline's operands are the outer one's 24-row windows, in
+    VMEM: Pallas views them a whole 16-row block at a time
+    (`BufferedRef.compute_slice`), so the second block, rows 16:32, reads
+    past the window, interpret mode's out-of-bounds error and copyir's."""
+    shape = (24, 256)
+
+    def inner_body(x, o):
+        o[...] = x[...] + 1.0
+
+    def outer_body(outer_x, outer_o):
+        inner = pl.BlockSpec((16, 128), lambda i: (i, 0))
+        pltpu.emit_pipeline(inner_body, grid=(2,), in_specs=[inner], out_specs=[inner])(
+            outer_x, outer_o
+        )
+
+    def kernel(x, o):
+        outer = pl.BlockSpec((24, 128), lambda i: (0, i))
+        pltpu.emit_pipeline(outer_body, grid=(2,), in_specs=[outer], out_specs=[outer])(
+            x, o
+        )
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    with pytest.raises(CopyIRError) as err:
+        run(f, x)
+    message = errors.VIEWED_BLOCK_PAST_END.format(
+        bref="outer_x", start=16, stop=32, dim=0, extent=24, space="vmem"
+    )
+    assert str(err.value).startswith(message)
+    if INTERPRET_RUNS_EMIT_PIPELINE:
+        comparison = compare(f, x)
+        assert comparison.status == "agrees", comparison.report()
+        assert all("interpret mode error" in line for line in comparison.report())
