@@ -20,6 +20,7 @@ jnp = pytest.importorskip("jax.numpy")
 from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
+from copyir import errors  # noqa: E402
 from copyir.pallas import compare as compare_module  # noqa: E402
 from copyir.pallas.compare import compare  # noqa: E402
 
@@ -698,9 +699,9 @@ def test_a_cut_grid_block_is_padded_as_interpret_mode_pads(dtype):
     for ours, theirs in comparison.runs.values():
         assert ours.outputs[0].tobytes() == theirs.outputs[0].tobytes()
         assert ours.warned == [
-            "Output y_ref_hbm holds the padding of a cut block (the uninitialized "
-            "value past an array's edge): 512 of its 3072 elements, the first at "
-            "y_ref_hbm[20, 0]"
+            errors.RUN_PADDING_OUTPUT.format(
+                name="y_ref_hbm", count=512, size=3072, first="y_ref_hbm[20, 0]"
+            )
         ]
 
 
