@@ -29,6 +29,7 @@ from copyir import errors  # noqa: E402
 from copyir.errors import CopyIRError, CopyIRWarning  # noqa: E402
 from copyir.pallas import run  # noqa: E402
 from copyir.pallas.compare import compare  # noqa: E402
+from copyir.pallas.interpret_side import TILING_NEVER_ENDS  # noqa: E402
 
 INTERPRET_RUNS_EMIT_PIPELINE = jax.__version_info__ >= (0, 12)
 BLOCK = (8, 128)
@@ -470,3 +471,41 @@ def test_a_cut_block_of_a_nested_pipelines_window_fails_as_in_interpret_mode():
         comparison = compare(f, x)
         assert comparison.status == "agrees", comparison.report()
         assert all("interpret mode error" in line for line in comparison.report())
+
+
+def test_8_byte_elements_are_refused_where_pallas_tiling_never_ends():
+    """i64 (16, 128) in 8-row blocks, no cut: Pallas infers the tiling of
+    every block it copies, and for a packing of 4 // 8 = 0 its
+    `_get_tiling_factor` doubles 0 forever. copyir refuses the kernel;
+    the comparison's interpret side reports the hang at once instead of
+    hanging."""
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        shape = (16, 128)
+        block = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+        def body(x, o):
+            o[...] = x[...]
+
+        def kernel(x, o):
+            pltpu.emit_pipeline(body, grid=(2,), in_specs=[block], out_specs=[block])(
+                x, o
+            )
+
+        f = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(shape, jnp.int64),
+            in_specs=[ANY],
+            out_specs=ANY,
+        )
+        x = jnp.arange(16 * 128, dtype=jnp.int64).reshape(shape)
+        with pytest.raises(CopyIRError) as err:
+            run(f, x)
+        assert str(err.value).startswith(errors.NO_TILING_HANGS.format(itemsize=8))
+        if INTERPRET_RUNS_EMIT_PIPELINE:
+            for ours, theirs in compare(f, x).runs.values():
+                assert ours.message.startswith(err.value.args[0][:40])
+                assert (theirs.verdict, theirs.message) == ("hang", TILING_NEVER_ENDS)
+    finally:
+        jax.config.update("jax_enable_x64", old)
