@@ -189,10 +189,22 @@ NO_TILING = (
     "rounds its DMAs to the tiling (a cut block, Element or BoundedSlice): use "
     "elements of at most 4 bytes"
 )
+NO_TILING_HANGS = (
+    "Pallas' BufferedRef infers the TPU tiling of an array of 2 or more "
+    "dimensions for every block it copies, and for {itemsize}-byte elements "
+    "its loop never ends (the kernel hangs): use elements of at most 4 bytes, "
+    "or a block of the whole array"
+)
 CUT_BLOCK_PAST_END = (
     "The block of {bref} at {start}:{end} in dimension {dim} is cut by the "
     "array's end, and Pallas rounds its DMA up to the TPU tiling ({tile} there): "
     "{start}:{stop} is past the array's {extent} elements (interpret mode's "
+    "out-of-bounds error)"
+)
+VIEWED_BLOCK_PAST_END = (
+    "The block of {bref} at {start}:{stop} in dimension {dim} reaches past the "
+    "array's {extent} elements: a pipeline views an operand in {space} (no "
+    "copy) a whole block at a time, as Pallas does (interpret mode's "
     "out-of-bounds error)"
 )
 SLOT_OUT_OF_RANGE = "Slot {slot} is out of range for {bref} with {buffers} buffers"

@@ -60,6 +60,8 @@ from copyir.dialects.copy import (
     describe,
     past_end,
     past_end_error,
+    viewed_past_end,
+    viewed_past_end_error,
 )
 from copyir.errors import CopyIRError, format_tuple
 from copyir.index import evaluate, grid_points, row_major_strides
@@ -264,8 +266,8 @@ def analyse(op: PipelineOp) -> Plan:
     for ((ref, _, bref, _), _), found in zip(specs, blocks, strict=True):
         _check_bounds(ref, bref, found, points)
         viewed = isinstance(ref.type, RefType) and ref.type.space == bref.space
-        if op.kernel_grid is None and not viewed:
-            _check_rounded(ref, bref, found, points)
+        if viewed or op.kernel_grid is None:
+            _first_past_end(ref, bref, found, points, viewed)
     identity = tuple(AffineExpr.dimension(d) for d in range(len(grid)))
     if op.kernel_grid is not None:
         parallel = len(op.parallel_dims)
@@ -431,15 +433,23 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
             )
 
 
-def _check_rounded(ref, bref: BufferedRefType, blocks, points) -> None:
-    """No block's DMA, rounded up to the tiling as Pallas' BufferedRef
-    rounds it (emit_pipeline's), reaches past the array's end."""
-    for dim in range(len(bref.block_dims)):
-        bad = past_end(bref, dim, blocks[dim])
-        if np.any(bad):
-            at = int(np.flatnonzero(bad)[0])
-            message = past_end_error(describe(ref), bref, dim, int(blocks[dim][at]))
-            raise CopyIRError(f"{message}, in iteration {format_tuple(points[:, at])}")
+def _first_past_end(ref, bref: BufferedRefType, blocks, points, viewed: bool) -> None:
+    """No block reaches past the array's end; else the error at the first
+    iteration where one does: a copy's DMA rounded up to the tiling as
+    Pallas' BufferedRef rounds it (emit_pipeline's), or, for an operand
+    already in the window's space (`viewed`), the whole block."""
+    test, error = (
+        (viewed_past_end, viewed_past_end_error)
+        if viewed
+        else (past_end, past_end_error)
+    )
+    bad = np.array([test(bref, dim, found) for dim, found in enumerate(blocks)])
+    if not bad.any():
+        return
+    at = int(np.flatnonzero(bad.any(axis=0))[0])
+    dim = int(np.flatnonzero(bad[:, at])[0])
+    message = error(describe(ref), bref, dim, int(blocks[dim][at]))
+    raise CopyIRError(f"{message}, in iteration {format_tuple(points[:, at])}")
 
 
 def _first_visits(keys: np.ndarray) -> np.ndarray:

@@ -260,10 +260,20 @@ def test_message_names_the_values(body, message):
                 bref="bx", dim=0, start=16, end=20, tile=8, stop=24, extent=20
             ),
         ),
-        (
+        (  # 1-D: Pallas' tile is 0 (`block_size % 0` fails)
+            "x: f64[256] @hbm",
+            "bx = buffered_ref x, block=(Element(128),)",
+            errors.NO_TILING.format(itemsize=8),
+        ),
+        (  # 2-D: `_get_tiling_factor` doubles 0 forever, cut or not
             "x: f64[16, 128] @hbm",
             "bx = buffered_ref x, block=(Element(8), 128)",
-            errors.NO_TILING.format(itemsize=8),
+            errors.NO_TILING_HANGS.format(itemsize=8),
+        ),
+        (
+            "x: i64[16, 128] @hbm",
+            "bx = buffered_ref x, block=(8, 128)",
+            errors.NO_TILING_HANGS.format(itemsize=8),
         ),
     ],
 )
@@ -271,6 +281,53 @@ def test_pallas_tiling_of_buffered_ref_copies(params, body, message):
     """Pallas' BufferedRef rounds a DMA to the array's TPU tiling
     (`tpu_info.infer_tiling`) where a block is cut or is an Element one."""
     assert str(error_of(kernel(body, params))) == message
+
+
+NESTED_CUT = """\
+kernel k(x: f32[24, 128] @hbm, y: f32[24, 128] @hbm) {
+  pipeline grid=(1,)
+      in  x block=(24, 128) index=(i) -> (0, 0)
+      out y block=(24, 128) index=(i) -> (0, 0)
+      (xw, yw) {
+    pipeline grid=(2,)
+        in  xw block=(16, 128) index=(j) -> (j, 0)
+        out yw block=(16, 128) index=(j) -> (j, 0)
+        (a, b) {
+      b[...] = a + 1.0
+    }
+  }
+}
+"""
+
+
+def test_a_cut_block_of_an_operand_in_vmem_is_viewed_whole():
+    """Pallas views a pipeline's operand in VMEM a whole block at a time
+    (`BufferedRef.compute_slice`): a cut block reads past the window, an
+    out-of-bounds error in interpret mode (it was a traceback on the
+    reference path and a stray DMA error in a run)."""
+    message = errors.VIEWED_BLOCK_PAST_END.format(
+        bref="xw", start=16, stop=32, dim=0, extent=24, space="vmem"
+    )
+    assert str(error_of(NESTED_CUT)) == f"{message}, in iteration (1,)"
+
+
+def test_a_rounded_cut_is_named_at_its_first_iteration():
+    """Lanes 128:192 are cut at iteration (0, 1), before rows 16:20 at
+    (1, 0): Pallas' interpret mode fails at the first."""
+    text = """\
+kernel k(x: f32[20, 192] @hbm, y: f32[20, 192] @hbm) {
+  pipeline grid=(2, 2)
+      in  x block=(16, 128) index=(i, j) -> (i, j)
+      out y block=(16, 128) index=(i, j) -> (i, j)
+      (xw, yw) {
+    yw[...] = xw
+  }
+}
+"""
+    message = errors.CUT_BLOCK_PAST_END.format(
+        bref="x", dim=1, start=128, end=192, tile=128, stop=256, extent=192
+    )
+    assert str(error_of(text)) == f"{message}, in iteration (0, 1)"
 
 
 @pytest.mark.parametrize(

@@ -295,6 +295,8 @@ def _install() -> None:
     ipc.dma_start = _recorded_start(ipc.dma_start)
     ipc.dma_wait = _recorded_wait(ipc.dma_wait)
     ipc.semaphore_wait = _guarded_wait(ipc.semaphore_wait, "semaphore wait")
+    tpu_info = jax_compat.tpu_info_module()
+    tpu_info._get_tiling_factor = _ending_tiling(tpu_info._get_tiling_factor)
     jax.clear_caches()
     _installed = True
 
@@ -339,6 +341,32 @@ def _guarded_wait(real: Callable[..., Any], what: str) -> Callable[..., Any]:
             return real(*args, source_info=source_info, **kwargs)
 
     return wait
+
+
+TILING_NEVER_ENDS = (
+    "Pallas' _get_tiling_factor doubles a packing of 0 (8-byte elements) "
+    "while it is below the second-minor extent: its loop never ends"
+)
+
+
+class _TilingNeverEnds(Exception):
+    """Raised in place of Pallas' endless tiling loop, ending the run."""
+
+
+def _ending_tiling(real: Callable[..., Any]) -> Callable[..., Any]:
+    """`tpu_info._get_tiling_factor`, which for 8-byte elements (a packing
+    of `4 // 8 = 0`) doubles 0 forever while tracing a BufferedRef's copy:
+    in a run, a hang reported at once instead."""
+
+    @functools.wraps(real)
+    def tiling_factor(src: int, max_tiling: int, packing: int) -> int:
+        recording = _active
+        if recording is not None and packing <= 0 < min(src, max_tiling):
+            recording.hang = TILING_NEVER_ENDS
+            raise _TilingNeverEnds(TILING_NEVER_ENDS)
+        return real(src, max_tiling, packing)
+
+    return tiling_factor
 
 
 def _start_event(arguments: dict[str, Any], kernel: int) -> Event:

@@ -13,6 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def tpu_info_module() -> Any:
+    """Pallas' `tpu_info` (the TPU tiling, `infer_tiling`): JAX's own in
+    0.12, Pallas Mosaic's in 0.10."""
+    try:
+        from jax._src import tpu_info
+    except ImportError:  # JAX 0.10
+        from jax._src.pallas.mosaic import tpu_info
+    return tpu_info
+
+
 def scan_counts(params: dict[str, Any]) -> tuple[int, int]:
     """A `scan`'s numbers of constant and carried operands (its other
     operands are the arrays scanned over). JAX 0.12 groups the operands

@@ -208,11 +208,13 @@ def programs(draw):
             bref = fresh("br")
             trailing = "," if len(block) == 1 else ""
             # An Element or cut block rounds to the TPU tiling, which these
-            # small arrays cannot hold: `padded` (a kernel grid's) then.
+            # small arrays cannot hold, and Pallas has no tiling of 8-byte
+            # elements in 2 or more dimensions: `padded` (a kernel grid's)
+            # then.
             rounds = any(
                 b.startswith("Element") or (b != "None" and extent % int(b) != 0)
                 for b, extent in zip(block, shape, strict=True)
-            )
+            ) or (dtype == "f64" and len(shape) > 1)
             padded = ", padded" if rounds or draw(st.booleans()) else ""
             lines.append(
                 f"{bref} = buffered_ref {name}, block=({', '.join(block)}{trailing}), "

@@ -29,6 +29,7 @@ from copyir import errors  # noqa: E402
 from copyir.errors import CopyIRError, CopyIRWarning  # noqa: E402
 from copyir.pallas import run  # noqa: E402
 from copyir.pallas.compare import compare  # noqa: E402
+from copyir.pallas.interpret_side import TILING_NEVER_ENDS  # noqa: E402
 
 INTERPRET_RUNS_EMIT_PIPELINE = jax.__version_info__ >= (0, 12)
 BLOCK = (8, 128)
@@ -434,3 +435,77 @@ def test_a_cut_that_is_no_whole_tile_fails_as_in_interpret_mode():
         comparison = compare(f, x)
         assert comparison.status == "agrees", comparison.report()
         assert all("interpret mode error" in line for line in comparison.report())
+
+
+def test_a_cut_block_of_a_nested_pipelines_window_fails_as_in_interpret_mode():
+    """The inner pipeline's operands are the outer one's 24-row windows, in
+    VMEM: Pallas views them a whole 16-row block at a time
+    (`BufferedRef.compute_slice`), so the second block, rows 16:32, reads
+    past the window, interpret mode's out-of-bounds error and copyir's."""
+    shape = (24, 256)
+
+    def inner_body(x, o):
+        o[...] = x[...] + 1.0
+
+    def outer_body(outer_x, outer_o):
+        inner = pl.BlockSpec((16, 128), lambda i: (i, 0))
+        pltpu.emit_pipeline(inner_body, grid=(2,), in_specs=[inner], out_specs=[inner])(
+            outer_x, outer_o
+        )
+
+    def kernel(x, o):
+        outer = pl.BlockSpec((24, 128), lambda i: (0, i))
+        pltpu.emit_pipeline(outer_body, grid=(2,), in_specs=[outer], out_specs=[outer])(
+            x, o
+        )
+
+    f = hbm_kernel(kernel, 1, shape)
+    (x,) = arrays(1, shape)
+    with pytest.raises(CopyIRError) as err:
+        run(f, x)
+    message = errors.VIEWED_BLOCK_PAST_END.format(
+        bref="outer_x", start=16, stop=32, dim=0, extent=24, space="vmem"
+    )
+    assert str(err.value).startswith(message)
+    if INTERPRET_RUNS_EMIT_PIPELINE:
+        comparison = compare(f, x)
+        assert comparison.status == "agrees", comparison.report()
+        assert all("interpret mode error" in line for line in comparison.report())
+
+
+def test_8_byte_elements_are_refused_where_pallas_tiling_never_ends():
+    """i64 (16, 128) in 8-row blocks, no cut: Pallas infers the tiling of
+    every block it copies, and for a packing of 4 // 8 = 0 its
+    `_get_tiling_factor` doubles 0 forever. copyir refuses the kernel;
+    the comparison's interpret side reports the hang at once instead of
+    hanging."""
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        shape = (16, 128)
+        block = pl.BlockSpec((8, 128), lambda i: (i, 0))
+
+        def body(x, o):
+            o[...] = x[...]
+
+        def kernel(x, o):
+            pltpu.emit_pipeline(body, grid=(2,), in_specs=[block], out_specs=[block])(
+                x, o
+            )
+
+        f = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(shape, jnp.int64),
+            in_specs=[ANY],
+            out_specs=ANY,
+        )
+        x = jnp.arange(16 * 128, dtype=jnp.int64).reshape(shape)
+        with pytest.raises(CopyIRError) as err:
+            run(f, x)
+        assert str(err.value).startswith(errors.NO_TILING_HANGS.format(itemsize=8))
+        if INTERPRET_RUNS_EMIT_PIPELINE:
+            for ours, theirs in compare(f, x).runs.values():
+                assert ours.message.startswith(err.value.args[0][:40])
+                assert (theirs.verdict, theirs.message) == ("hang", TILING_NEVER_ENDS)
+    finally:
+        jax.config.update("jax_enable_x64", old)

@@ -105,6 +105,8 @@ from .windows import (
     past_end_error,
     rounded,
     tiles,
+    viewed_past_end,
+    viewed_past_end_error,
 )
 
 _check_subscript = check_subscript  # the name passes.verify imports
@@ -238,4 +240,6 @@ __all__ = [
     "set_name",
     "tiles",
     "view_result_type",
+    "viewed_past_end",
+    "viewed_past_end_error",
 ]

@@ -254,10 +254,46 @@ def past_end_error(name: str, type: BufferedRefType, dim: int, index: int) -> st
     )
 
 
+def viewed_past_end(type: BufferedRefType, dim: int, index):
+    """Where the block at `index` in dimension `dim` (an integer or an array
+    of them, each inside the array) reaches past the array's end when it is
+    viewed whole, as Pallas views an operand already in the window's space
+    (`BufferedRef.compute_slice`: the block's full size, never cut)."""
+    block, extent = type.block_dims[dim], type.get_shape()[dim]
+    if block.kind.data == SQUEEZED:
+        return index != index  # never: False, or an array of them
+    start = index if block.at_element else index * block.size.data
+    return start + block.window_extent > extent
+
+
+def viewed_past_end_error(
+    name: str, type: BufferedRefType, dim: int, index: int
+) -> str:
+    """The message for a viewed block that reaches past the end."""
+    block = type.block_dims[dim]
+    start = index if block.at_element else index * block.size.data
+    return errors.VIEWED_BLOCK_PAST_END.format(
+        bref=name,
+        start=start,
+        stop=start + block.window_extent,
+        dim=dim,
+        extent=type.get_shape()[dim],
+        space=type.space.data,
+    )
+
+
 def check_tiling(type: BufferedRefType) -> None:
     """A dimension whose DMA Pallas rounds to the tiling must have a block
     that is a whole number of tiles (`_create_blocked_slice` and
-    `_create_bounded_slice`, verbatim)."""
+    `_create_bounded_slice`, verbatim). Pallas infers the tiling of every
+    copied block of 2 or more dimensions, rounded or not, and has none for
+    8-byte elements: its loop never ends there."""
+    shape = type.get_shape()
+    hangs = len(shape) > 1 and 4 // type.array_type.dtype.itemsize == 0
+    if hangs and not type.is_trivial_windowing:  # `tpu_info._get_tiling_factor`
+        raise CopyIRError(
+            errors.NO_TILING_HANGS.format(itemsize=type.array_type.dtype.itemsize)
+        )
     rounds = rounded(type)
     if not any(rounds):
         return
