@@ -17,7 +17,7 @@ def tpu_info_module() -> Any:
     """Pallas' `tpu_info` (the TPU tiling, `infer_tiling`): JAX's own in
     0.12, Pallas Mosaic's in 0.10."""
     try:
-        from jax._src import tpu_info
+        from jax._src import tpu_info  # pyright: ignore[reportAttributeAccessIssue]
     except ImportError:  # JAX 0.10
         from jax._src.pallas.mosaic import tpu_info
     return tpu_info
