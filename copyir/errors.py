@@ -196,10 +196,9 @@ NO_TILING_HANGS = (
     "or a block of the whole array"
 )
 CUT_BLOCK_PAST_END = (
-    "The block of {bref} at {start}:{end} in dimension {dim} is cut by the "
-    "array's end, and Pallas rounds its DMA up to the TPU tiling ({tile} there): "
-    "{start}:{stop} is past the array's {extent} elements (interpret mode's "
-    "out-of-bounds error)"
+    "The block of {bref} at {start}:{end} in dimension {dim} ends inside a TPU "
+    "tile ({tile} there): Pallas rounds its DMA up to {start}:{stop}, past the "
+    "array's {extent} elements (interpret mode's out-of-bounds error)"
 )
 VIEWED_BLOCK_PAST_END = (
     "The block of {bref} at {start}:{stop} in dimension {dim} reaches past the "

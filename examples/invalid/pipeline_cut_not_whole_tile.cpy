@@ -6,7 +6,7 @@
 # of 16), or use a kernel grid, whose blocks are padded.
 
 kernel pipeline_cut_not_whole_tile(x: f32[20, 128] @hbm, y: f32[20, 128] @hbm) {
-  # expected-error@+1 {{The block of x at 16:20 in dimension 0 is cut by the array's end, and Pallas rounds its DMA up to the TPU tiling (8 there): 16:24 is past the array's 20 elements (interpret mode's out-of-bounds error), in iteration (2,)}}
+  # expected-error@+1 {{The block of x at 16:20 in dimension 0 ends inside a TPU tile (8 there): Pallas rounds its DMA up to 16:24, past the array's 20 elements (interpret mode's out-of-bounds error), in iteration (2,)}}
   pipeline grid=(3,)
       in  x block=(8, 128) index=(i) -> (i, 0)
       out y block=(8, 128) index=(i) -> (i, 0)

@@ -9,7 +9,7 @@
 kernel k(x: f32[20, 128] @hbm, y: f32[20, 128] @hbm) {
   bx = buffered_ref x, block=(8, 128), buffers=1
   for i in range(3) {
-    # expected-error@+1 {{The block of bx at 16:20 in dimension 0 is cut by the array's end, and Pallas rounds its DMA up to the TPU tiling (8 there): 16:24 is past the array's 20 elements (interpret mode's out-of-bounds error), at i = 2}}
+    # expected-error@+1 {{The block of bx at 16:20 in dimension 0 ends inside a TPU tile (8 there): Pallas rounds its DMA up to 16:24, past the array's 20 elements (interpret mode's out-of-bounds error), at i = 2}}
     buffered_copy x -> bx[i, 0], slot=0
   }
 }
