@@ -140,6 +140,28 @@ def _by_vmem_size(events: list) -> list:
     ]
 
 
+def _semaphore_allocation(e: Evidence) -> bool:
+    """The same DMAs and waits, each wait on the semaphore of the start it
+    completes, on semaphores allocated otherwise: equal when each start
+    names its own fresh semaphore and each wait the latest start's on its
+    semaphore (everything else exact)."""
+    return _by_start(e.ours.events) == _by_start(e.theirs.events)
+
+
+def _by_start(events: list) -> list:
+    latest: dict[str, str] = {}
+    out = []
+    for k, event in enumerate(events):
+        if event[0] == "start":
+            latest[event[3]] = f"start {k}"
+            out.append((*event[:3], latest[event[3]]))
+        elif event[0] == "wait":
+            out.append((event[0], latest.get(event[1], event[1]), *event[2:]))
+        else:
+            out.append(event)
+    return out
+
+
 def _parallel_revisit(e: Evidence) -> bool:
     return e.theirs.verdict == "ok" and _is(e.ours.message, errors.PARALLEL_REVISIT)
 
@@ -256,6 +278,15 @@ KNOWN: tuple[Divergence, ...] = (
         "are (slots, *block)",
         "schedule",
         _window_layout,
+    ),
+    Divergence(
+        "semaphore-allocation",
+        "the same DMAs and waits on semaphores allocated otherwise: Pallas' "
+        "sync_copy (emit_pipeline with no_pipelining) takes a fresh "
+        "semaphore in run_scoped at every copy; copyir's synchronous window "
+        "copy has one semaphore per copy in the program",
+        "schedule",
+        _semaphore_allocation,
     ),
     Divergence(
         "float-rewrites",

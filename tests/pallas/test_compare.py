@@ -104,6 +104,43 @@ def test_a_window_laid_out_otherwise_is_known_only_with_the_same_dmas():
     assert difference(elsewhere) is None
 
 
+def test_semaphores_allocated_otherwise_are_known_only_with_the_same_pairs():
+    """`semaphore-allocation`: Pallas' `sync_copy` takes a fresh semaphore at
+    every copy (`run_scoped`), copyir's window copy one per copy site. A
+    wait tied to another start than on the other side is not it."""
+
+    def copy(rows: tuple[int, int], sem: str) -> tuple:
+        return ("start", ("hbm0", (rows, (0, 128))), ("vmem1", ((0, 8), (0, 128))), sem)
+
+    theirs = [
+        copy((0, 8), "s0"),
+        ("wait", "s0", 4096),
+        copy((8, 16), "s1"),
+        ("wait", "s1", 4096),
+    ]
+    outputs = [np.zeros(4)]
+
+    def difference(events):
+        (found,) = compare_module._differences(
+            compare_module.Evidence(
+                "eager",
+                compare_module.CopyIRRun("ok", outputs, events, ""),
+                compare_module.CopyIRRun("ok", outputs, theirs, ""),
+            )
+        )
+        return found.known and found.known.name
+
+    reused = [copy((0, 8), "s0"), ("wait", "s0", 4096)]
+    reused += [copy((8, 16), "s0"), ("wait", "s0", 4096)]
+    assert difference(reused) == "semaphore-allocation"
+    # Both in flight on one semaphore: the first wait is tied to the second
+    # start here, to the first there.
+    crossed = [copy((0, 8), "s0"), copy((8, 16), "s0")]
+    crossed += [("wait", "s0", 4096), ("wait", "s0", 4096)]
+    theirs[1:3] = [theirs[2], theirs[1]]
+    assert difference(crossed) is None
+
+
 def test_a_write_write_race_is_known_only_when_interpret_mode_shows_none():
     """`write-write-race`: two DMAs in flight write one region; interpret
     mode says ok with the same outputs in both its modes. A read-write race,

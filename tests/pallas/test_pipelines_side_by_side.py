@@ -509,3 +509,35 @@ def test_8_byte_elements_are_refused_where_pallas_tiling_never_ends():
                 assert (theirs.verdict, theirs.message) == ("hang", TILING_NEVER_ENDS)
     finally:
         jax.config.update("jax_enable_x64", old)
+
+
+@pytest.mark.skipif(
+    not INTERPRET_RUNS_EMIT_PIPELINE,
+    reason="JAX 0.10.2's interpret mode cannot run emit_pipeline on the CPU",
+)
+def test_no_pipelining_copies_on_fresh_semaphores_in_interpret_mode():
+    """`emit_pipeline(..., no_pipelining=True)` copies each block with
+    `sync_copy`, whose `run_scoped` semaphore is fresh at every copy in
+    interpret mode; copyir's synchronous copy reuses one per copy site: the
+    same DMAs and waits, the known divergence `semaphore-allocation`."""
+
+    def body(x, o):
+        o[...] = x[...]
+
+    def kernel(x, o):
+        pltpu.emit_pipeline(
+            body,
+            grid=(3,),
+            in_specs=[spec(index=lambda i: (i, 0))],
+            out_specs=[spec(index=lambda i: (i, 0))],
+            no_pipelining=True,
+        )(x, o)
+
+    f = hbm_kernel(kernel, 1, (24, 128))
+    (x,) = arrays(1, (24, 128))
+    comparison = compare(f, x)
+    assert comparison.status == "differs (known)", comparison.report()
+    assert {d.known.name for d in comparison.differences if d.known} == {
+        "semaphore-allocation"
+    }
+    assert all(d.known for d in comparison.differences)
