@@ -55,7 +55,8 @@ class OptionReader(OperandBuilder):
         block shape or a list of dimensions a tuple."""
         if kind == "flag" and value is None:
             return True
-        if value is not None and (value.data == "index_map") != (kind == "map"):
+        is_map = value is not None and value.data == "index_map"
+        if is_map != (kind == "map"):  # a map option given no map, or the reverse
             raise self.option_error(name, stmt, kind)
         if kind == "map":
             return value

@@ -466,6 +466,15 @@ def spec_line(head: str = "grid=(4,)", specs: str = "", names: str = "(xw)") -> 
             ),
             "index",
         ),
+        (  # a fuzz mutant: `index` as a flag (a BoundedSlice's check read it)
+            spec_line(specs="in x block=(BoundedSlice(8), 256) index"),
+            errors.OPTION_VALUE.format(
+                option="index",
+                stmt="in x",
+                why="takes an index map such as (i, j) -> (i, j)",
+            ),
+            "index",
+        ),
         (
             spec_line(specs="in x block=(i) -> (8, 256) index=(i) -> (i, 0)"),
             errors.OPTION_VALUE.format(
