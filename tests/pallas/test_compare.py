@@ -70,6 +70,20 @@ def test_a_schedule_is_compared_event_for_event():
     assert difference.known is None
 
 
+def schedule_difference(ours: list, theirs: list) -> str | None:
+    """The known divergence that explains two runs' one difference, their
+    events (outputs and verdicts equal), or None."""
+    outputs = [np.zeros(4)]
+    (found,) = compare_module._differences(
+        compare_module.Evidence(
+            "eager",
+            compare_module.CopyIRRun("ok", outputs, ours, ""),
+            compare_module.CopyIRRun("ok", outputs, theirs, ""),
+        )
+    )
+    return found.known and found.known.name
+
+
 def test_a_window_laid_out_otherwise_is_known_only_with_the_same_dmas():
     """`window-layout`: a trivially windowed operand's window has no slot
     dimension in Pallas (`BufferedRef.create`); copyir's has one. Only the
@@ -87,21 +101,10 @@ def test_a_window_laid_out_otherwise_is_known_only_with_the_same_dmas():
         ("start", ("hbm0", ((0, 8), (0, 128))), ("vmem1", ((0, 8), (0, 128))), "s0"),
         ("wait", "s0", 4096),
     ]
-    outputs = [np.zeros(4)]
 
-    def difference(events):
-        (found,) = compare_module._differences(
-            compare_module.Evidence(
-                "eager",
-                compare_module.CopyIRRun("ok", outputs, events, ""),
-                compare_module.CopyIRRun("ok", outputs, theirs, ""),
-            )
-        )
-        return found.known and found.known.name
-
-    assert difference(ours) == "window-layout"
+    assert schedule_difference(ours, theirs) == "window-layout"
     elsewhere = [(*ours[0][:1], ("hbm0", ((8, 16), (0, 128))), *ours[0][2:]), ours[1]]
-    assert difference(elsewhere) is None
+    assert schedule_difference(elsewhere, theirs) is None
 
 
 def test_semaphores_allocated_otherwise_are_known_only_with_the_same_pairs():
@@ -118,27 +121,16 @@ def test_semaphores_allocated_otherwise_are_known_only_with_the_same_pairs():
         copy((8, 16), "s1"),
         ("wait", "s1", 4096),
     ]
-    outputs = [np.zeros(4)]
-
-    def difference(events):
-        (found,) = compare_module._differences(
-            compare_module.Evidence(
-                "eager",
-                compare_module.CopyIRRun("ok", outputs, events, ""),
-                compare_module.CopyIRRun("ok", outputs, theirs, ""),
-            )
-        )
-        return found.known and found.known.name
 
     reused = [copy((0, 8), "s0"), ("wait", "s0", 4096)]
     reused += [copy((8, 16), "s0"), ("wait", "s0", 4096)]
-    assert difference(reused) == "semaphore-allocation"
+    assert schedule_difference(reused, theirs) == "semaphore-allocation"
     # Both in flight on one semaphore: the first wait is tied to the second
     # start here, to the first there.
     crossed = [copy((0, 8), "s0"), copy((8, 16), "s0")]
     crossed += [("wait", "s0", 4096), ("wait", "s0", 4096)]
     theirs[1:3] = [theirs[2], theirs[1]]
-    assert difference(crossed) is None
+    assert schedule_difference(crossed, theirs) is None
 
 
 def test_a_write_write_race_is_known_only_when_interpret_mode_shows_none():
