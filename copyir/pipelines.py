@@ -53,7 +53,6 @@ from xdsl.ir.affine import (
 from copyir import errors, limits
 from copyir.dialects.copy import (
     PARALLEL,
-    SQUEEZED,
     BufferedRefType,
     PipelineOp,
     RefType,
@@ -408,12 +407,7 @@ def _check_bounds(ref, bref: BufferedRefType, blocks, points) -> None:
     for dim, (block, extent) in enumerate(
         zip(bref.block_dims, bref.get_shape(), strict=True)
     ):
-        kind = block.kind.data
-        count = (
-            extent
-            if block.at_element or kind == SQUEEZED
-            else -(-extent // block.size.data)
-        )
+        count = block.count(extent)
         bad = (blocks[dim] < 0) | (blocks[dim] >= count)
         if bad.any():
             at = int(np.flatnonzero(bad)[0])

@@ -125,7 +125,7 @@ def window_slices(
         if kind == SQUEEZED:
             array.append((index, 1, True))
             continue
-        start = index if block.at_element else index * size
+        start = block.start(index)
         length = min(size, extent - start)
         array.append((start, length, False))
         window.append((0, length, False))
@@ -155,7 +155,7 @@ def _cases(type: BufferedRefType, indices: Sequence[object]) -> list[_Case]:
         if kind == SQUEEZED:
             options.append([(1, ())])
         elif isinstance(index, int):
-            start = index if block.at_element else index * size
+            start = block.start(index)
             options.append([(min(size, extent - start), ())])
         elif block.at_element:  # i <= extent - size is whole; beyond, one size each
             ge = AffineConstraintKind.ge

@@ -583,13 +583,7 @@ def _check_window(op: BufferedCopyOp, accesses: Accesses, domain: Domain) -> Non
             wrong = np.zeros(1, bool)
             for value, block, extent in zip(exprs, type.block_dims, shape, strict=True):
                 v = _values_at(value, dims)
-                kind = block.kind.data
-                count = (
-                    extent
-                    if block.at_element or kind == SQUEEZED
-                    else -(-extent // block.size.data)
-                )
-                wrong = wrong | (v < 0) | (v >= count)
+                wrong = wrong | (v < 0) | (v >= block.count(extent))
             if not padded:  # rounded DMAs, where the indices are inside
                 for dim, value in enumerate(exprs):
                     v = np.where(wrong, 0, _values_at(value, dims))

@@ -266,6 +266,18 @@ class BlockDimAttr(ParametrizedAttribute):
         """The window's extent along it (a kept dimension)."""
         return self.bound.data if self.kind.data == BOUNDED else self.size.data
 
+    def start(self, index):
+        """The element where the block at `index` (an integer or an array of
+        them) starts: the index itself where it is an element offset (or a
+        squeezed index), `index * size` for a blocked dimension."""
+        return index * self.size.data if self.kind.data == BLOCKED else index
+
+    def count(self, extent: int) -> int:
+        """How many block indices an array dimension of `extent` has."""
+        if self.kind.data == BLOCKED:
+            return -(-extent // self.size.data)
+        return extent
+
     def describe(self) -> str:
         kind, size = self.kind.data, self.size.data
         if kind == BOUNDED:

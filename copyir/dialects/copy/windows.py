@@ -223,34 +223,38 @@ def tiles(type: BufferedRefType) -> tuple[int, ...]:
     return tiling(type.get_shape(), type.array_type.dtype.itemsize)
 
 
-def past_end(type: BufferedRefType, dim: int, index):
-    """Where the DMA of the block at `index` in dimension `dim` (an integer
-    or an array of them, each inside the array), rounded up to the tiling
-    as Pallas rounds it, reaches past the array's end: a cut that is not a
-    whole number of tiles. Pallas' interpret mode fails there
-    (`buffer_bounds="logical"`); the hardware reads its layout's padding."""
+def _rounded_span(type: BufferedRefType, dim: int, index):
+    """The block at `index` in dimension `dim` (an integer or an array of
+    them, each inside the array) as Pallas' DMA moves it: its start, where
+    its data ends (at the array's end when cut) and where the DMA, rounded
+    up to the tiling, ends."""
     block, extent = type.block_dims[dim], type.get_shape()[dim]
-    if block.kind.data == SQUEEZED or not rounded(type)[dim]:
+    start = block.start(index)
+    end = start + np.minimum(block.size.data, extent - start)
+    return start, end, start + align_to(end - start, tiles(type)[dim])
+
+
+def past_end(type: BufferedRefType, dim: int, index):
+    """Where the DMA of the block at `index` in dimension `dim`, rounded up
+    to the tiling as Pallas rounds it, reaches past the array's end: a cut
+    that is not a whole number of tiles. Pallas' interpret mode fails there
+    (`buffer_bounds="logical"`); the hardware reads its layout's padding."""
+    if type.block_dims[dim].kind.data == SQUEEZED or not rounded(type)[dim]:
         return index != index  # never: False, or an array of them
-    start = index if block.at_element else index * block.size.data
-    size = np.minimum(block.size.data, extent - start)
-    return start + align_to(size, tiles(type)[dim]) > extent
+    return _rounded_span(type, dim, index)[2] > type.get_shape()[dim]
 
 
 def past_end_error(name: str, type: BufferedRefType, dim: int, index: int) -> str:
     """The message for a block whose rounded DMA reaches past the end."""
-    block, extent = type.block_dims[dim], type.get_shape()[dim]
-    start = index if block.at_element else index * block.size.data
-    tile = tiles(type)[dim]
-    size = min(block.size.data, extent - start)
+    start, end, stop = _rounded_span(type, dim, index)
     return errors.CUT_BLOCK_PAST_END.format(
         bref=name,
         dim=dim,
         start=start,
-        end=start + size,
-        tile=tile,
-        stop=start + align_to(size, tile),
-        extent=extent,
+        end=end,
+        tile=tiles(type)[dim],
+        stop=stop,
+        extent=type.get_shape()[dim],
     )
 
 
@@ -262,8 +266,7 @@ def viewed_past_end(type: BufferedRefType, dim: int, index):
     block, extent = type.block_dims[dim], type.get_shape()[dim]
     if block.kind.data == SQUEEZED:
         return index != index  # never: False, or an array of them
-    start = index if block.at_element else index * block.size.data
-    return start + block.window_extent > extent
+    return block.start(index) + block.window_extent > extent
 
 
 def viewed_past_end_error(
@@ -271,7 +274,7 @@ def viewed_past_end_error(
 ) -> str:
     """The message for a viewed block that reaches past the end."""
     block = type.block_dims[dim]
-    start = index if block.at_element else index * block.size.data
+    start = block.start(index)
     return errors.VIEWED_BLOCK_PAST_END.format(
         bref=name,
         start=start,
@@ -593,7 +596,7 @@ def check_block_indices(
                     )
                 )
         else:
-            grid = extent if b.kind.data == SQUEEZED else -(-extent // b.size.data)
+            grid = b.count(extent)
             if index >= grid:
                 raise CopyIRError(
                     errors.BLOCK_INDEX_OUT_OF_BOUNDS.format(
