@@ -497,6 +497,28 @@ def _verify_ragged_windows(n: int) -> Stage:
     return lambda: copyir.verify(module)
 
 
+@case("check-pipeline-lookahead-inout", n=16384)
+def _check_pipeline_lookahead_inout(n: int) -> Stage:
+    """check: a pipeline of N steps with a looking-ahead input of bounded
+    slices (3 buffers, each 12-row slice rounded to 16) and an inout
+    operand (buffers (2, 2): its own fetches and write-backs)"""
+    ref = f"f32[{16 * n}, 128] @hbm"
+    text = f"""kernel both(x: {ref}, y: {ref}) {{
+  pipeline grid=({n},)
+      in    x block=(BoundedSlice(16), 128) index=(i) -> (ds(16 * i, 12), 0)
+            buffers=3 lookahead
+      inout y block=(16, 128) index=(i) -> (i, 0) buffers=(2, 2)
+      (xw, yw) {{
+    yw += xw
+  }}
+}}
+"""
+    stream = copyir.to_stream(copyir.lower(text))
+    from copyir.backends.interpreter import Executable
+
+    return lambda: Executable(stream, {"x", "y"}, "random")
+
+
 @case("check-pipeline-cores", start=1024)
 def _check_pipeline_cores(n: int) -> Stage:
     """check: the pipeline of N steps split over 3 cores (`_partition_grid`,
