@@ -127,6 +127,15 @@ EXTRA_TOKENS = [
     "block=()",
     "block=(Element(0),)",
     "block=(Blocked(-1), 1)",
+    # A BufferedRef's cut blocks: padded (a kernel grid's) or rounded to the
+    # TPU tiling, the rest of a slot kept (`keeps`).
+    "padded",
+    ", padded",
+    "keeps",
+    "block=(BoundedSlice(16, 12), 128)",
+    "block=(8, Element(96))",
+    "f64[16, 128]",
+    "copy.buffered_ref padded",
     "[0:0]",
     "[::]",
     "[1:]",
