@@ -46,7 +46,7 @@ def tiling(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     dimensions, 128 for the last, and for the second-minor the packing
     doubled while below min(extent, 8). Pallas' rule has no tile for 8-byte
     elements (`4 // 8` is 0, and its loop never ends): an error here."""
-    packing = 4 // itemsize
+    packing = lanes_packing(itemsize)
     if not packing:
         raise CopyIRError(errors.NO_TILING.format(itemsize=itemsize))
     if len(shape) == 1:
@@ -55,6 +55,12 @@ def tiling(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     while second < min(shape[-2], SUBLANES):
         second *= 2
     return (*(1,) * (len(shape) - 2), second, LANES)
+
+
+def lanes_packing(itemsize: int) -> int:
+    """How many elements of `itemsize` bytes a 32-bit lane holds (Pallas'
+    `4 // itemsize`): 0 for 8-byte elements, which Pallas cannot tile."""
+    return 4 // itemsize
 
 
 def align_to(size: int, tile: int) -> int:

@@ -110,7 +110,9 @@ Start = int | SSAValue
 def window_slices(
     type: BufferedRefType, indices: Sequence[int], slot: int
 ) -> tuple[list[Subscript], list[Subscript]]:
-    """The array's slice for the block at `indices`, and the window's slice.
+    """The array's slice for the block at `indices`, and the window's slice,
+    of the part of the block inside the array (what a `padded` BufferedRef
+    copies; Pallas' own rounds it up to the tiling: `moved`).
 
     A worked example: shape (1000, 384), blocks (128, 128),
     indices (7, 2), slot 0 give rows 896:1000 and columns 256:384 of the

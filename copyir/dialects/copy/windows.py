@@ -44,7 +44,7 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from copyir import errors
 from copyir.attributes import i64_array, segment_sizes
 from copyir.errors import CopyIRError
-from copyir.machine import align_to, tiling
+from copyir.machine import align_to, lanes_packing, tiling
 
 from .base import (
     ACTIONS,
@@ -292,7 +292,7 @@ def check_tiling(type: BufferedRefType) -> None:
     copied block of 2 or more dimensions, rounded or not, and has none for
     8-byte elements: its loop never ends there."""
     shape = type.get_shape()
-    hangs = len(shape) > 1 and 4 // type.array_type.dtype.itemsize == 0
+    hangs = len(shape) > 1 and not lanes_packing(type.array_type.dtype.itemsize)
     if hangs and not type.is_trivial_windowing:  # `tpu_info._get_tiling_factor`
         raise CopyIRError(
             errors.NO_TILING_HANGS.format(itemsize=type.array_type.dtype.itemsize)
