@@ -3,8 +3,9 @@
 Each op means what it says, at once: a DMA start is an immediate copy (or
 add), a wait does nothing, a `sync_copy` copies leaf by leaf, a view is
 numpy slicing, and a `buffered_copy` takes its block with numpy's own
-slicing, `x[b*i : b*(i+1)]`, whose cut at the array's end is exactly the
-ragged-edge rule. Memory nobody writes holds the same poison as in the
+slicing, `x[b*i : b*(i+1)]`, cut at the array's end, then rounded up to
+the TPU tiling as Pallas' BufferedRef rounds it (`pallas_tiles`; not for
+a padded one, a kernel grid's). Memory nobody writes holds the same poison as in the
 interpreter (`copyir.machine.poison`, Pallas' interpret mode's values).
 
 Loops run directly too, as xDSL's `scf` interpreter runs `scf.for`: a
@@ -87,6 +88,7 @@ from copyir.dialects.copy import (
     describe,
     is_padded,
     past_end_error,
+    viewed_past_end_error,
 )
 from copyir.errors import CopyIRError
 from copyir.locations import loc_of
@@ -478,7 +480,7 @@ class CopyReference(InterpreterFunctions):
                 part = args[number][index]
                 parts.append(part)
                 if spec.aliased:  # an operand in VMEM: its window is the block
-                    windows[number] = part.reshape(spec.window.get_shape())
+                    windows[number] = self.viewed(op, spec, part, blocks[number][step])
                     continue
                 if step and blocks[number][step] == blocks[number][step - 1]:
                     continue  # the block stays: so does its window
@@ -498,6 +500,21 @@ class CopyReference(InterpreterFunctions):
                     part[...] = windows[number][tuple(slice(0, n) for n in part.shape)]
         self.loops.pop()
         return ()
+
+    def viewed(
+        self, op: PipelineOp, spec: _PipelineSpec, part: np.ndarray, indices
+    ) -> np.ndarray:
+        """An operand in VMEM's window: its whole block, viewed (Pallas'
+        `compute_slice`), or the error of a block cut by its end."""
+        window = spec.window.get_shape()
+        kept = [
+            d for d, b in enumerate(spec.bref.block_dims) if b.kind.data != SQUEEZED
+        ]
+        for dim, have, want in zip(kept, part.shape, window, strict=True):
+            if have != want:
+                message = viewed_past_end_error(spec.name, spec.bref, dim, indices[dim])
+                raise self.fail(op, message)
+        return part.reshape(window)
 
     def pipeline_block(
         self, op: PipelineOp, spec: _PipelineSpec, indices: Sequence[int]

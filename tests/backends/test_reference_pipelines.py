@@ -214,6 +214,34 @@ def test_a_block_outside_the_array_is_named_at_its_grid_point():
     assert str(err.value).endswith(f"{want}, at i = 2")
 
 
+def test_a_cut_block_of_a_viewed_operand_is_named_at_its_grid_point():
+    """An inner pipeline over a (24, 128) VMEM window in 16-row blocks views
+    rows 16:32 at its second step (Pallas' `compute_slice`): past the
+    window. The verifier says so; the reference path, run without it,
+    refuses with the same message rather than a numpy error."""
+    text = """kernel k(x: f32[24, 128] @hbm, y: f32[24, 128] @hbm) {
+  pipeline grid=(1,)
+      in  x block=(24, 128) index=(i) -> (0, 0)
+      out y block=(24, 128) index=(i) -> (0, 0)
+      (xw, yw) {
+    pipeline grid=(2,)
+        in  xw block=(16, 128) index=(k) -> (k, 0)
+        out yw block=(16, 128) index=(k) -> (k, 0)
+        (a, b) {
+      b[...] = a
+    }
+  }
+}
+"""
+    module = copyir.parse(text, "k.cpy")
+    with pytest.raises(CopyIRError) as err:
+        run_reference(module.ops.first, {"x": values((24, 128))})
+    want = errors.VIEWED_BLOCK_PAST_END.format(
+        bref="xw", start=16, stop=32, dim=0, extent=24, space="vmem"
+    )
+    assert want in str(err.value)
+
+
 def test_padding_that_reaches_an_output_is_a_warning():
     """A kernel grid's cut input block (poison past row 20, as interpret
     mode pads a pallas_call's inputs) copied whole into an output block
