@@ -87,6 +87,7 @@ from copyir.dialects.copy import (
     WindowOp,
     describe,
     is_padded,
+    is_viewed,
     past_end_error,
     viewed_past_end_error,
 )
@@ -718,7 +719,7 @@ class _PipelineSpec:
             for (ref, output, bref, index_map), window, spec in zip(
                 op.specs(), op.windows, op.ref_specs.data, strict=True
             )
-            for viewed in [cast(RefType, ref.type).space_name == "vmem"]
+            for viewed in [is_viewed(ref)]
         ]
 
 

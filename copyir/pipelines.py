@@ -55,8 +55,8 @@ from copyir.dialects.copy import (
     PARALLEL,
     BufferedRefType,
     PipelineOp,
-    RefType,
     describe,
+    is_viewed,
     past_end,
     past_end_error,
     viewed_past_end,
@@ -264,7 +264,7 @@ def analyse(op: PipelineOp) -> Plan:
     blocks = [_blocks(s[0][3].data, list(points)) for s in specs]
     for ((ref, _, bref, _), _), found in zip(specs, blocks, strict=True):
         _check_bounds(ref, bref, found, points)
-        viewed = isinstance(ref.type, RefType) and ref.type.space == bref.space
+        viewed = is_viewed(ref)
         if viewed or op.kernel_grid is None:
             _first_past_end(ref, bref, found, points, viewed)
     identity = tuple(AffineExpr.dimension(d) for d in range(len(grid)))
@@ -384,7 +384,7 @@ def _schedule(
         changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
         follows = _follows(ref, grid, parallel, points, changed, shown)
         trivial = bref.is_trivial_windowing
-        aliased = isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
+        aliased = is_viewed(ref)
         operands.append(
             PipelineOperand(
                 ref,

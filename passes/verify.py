@@ -66,6 +66,7 @@ from copyir.dialects.copy import (
     check_block_indices,
     describe,
     is_padded,
+    is_viewed,
     past_end,
 )
 from copyir.domain import Domain, Loop
@@ -331,7 +332,7 @@ def _pipeline_instructions(op: PipelineOp) -> int:
     for (ref, _, bref, index_map), spec in zip(
         op.specs(), op.ref_specs.data, strict=True
     ):
-        if isinstance(ref.type, RefType) and ref.type.space_name == "vmem":
+        if is_viewed(ref):
             continue  # viewed at each block, never copied
         block = [
             r.value if isinstance(r, AffineConstantExpr) else r

@@ -58,6 +58,7 @@ from .pipeline import (
     PipelineOp,
     PipelineSpecAttr,
     default_index_name,
+    is_viewed,
 )
 from .refs import (
     ALLOCATING,
@@ -229,6 +230,7 @@ __all__ = [
     "expect_ref",
     "expect_semaphore",
     "is_padded",
+    "is_viewed",
     "kernel_level",
     "parallel_semantics",
     "past_end",

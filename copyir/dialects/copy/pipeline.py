@@ -228,6 +228,13 @@ def parse_spec_rest(
 _INDEX_NAMES = ("i", "j", "k", "l", "m", "n")
 
 
+def is_viewed(ref: SSAValue) -> bool:
+    """A pipeline operand already in VMEM, the windows' space: Pallas'
+    `BufferedRef.create` allocates it no buffer, so the pipeline views it at
+    each block (`compute_slice`, a whole block) and copies nothing."""
+    return isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
+
+
 def default_index_name(dim: int) -> str:
     """The name of an unnamed grid index `dim` of a pipeline."""
     return _INDEX_NAMES[dim] if dim < len(_INDEX_NAMES) else f"i{dim}"
@@ -397,7 +404,7 @@ class PipelineOp(GridOp):
                     )
                 if self.kernel_grid is not None:
                     raise CopyIRError(errors.INOUT_ON_KERNEL_GRID)
-            padded = self.kernel_grid is not None or type.space == bref.space
+            padded = self.kernel_grid is not None or is_viewed(ref)
             BufferedRefOp.check_type(bref, describe(ref), padded)
             if output and bref.buffers.data > 2 and self.kernel_grid is not None:
                 raise CopyIRError(errors.OUTPUT_BUFFERS)
