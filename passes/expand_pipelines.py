@@ -59,7 +59,6 @@ from xdsl.ir.affine import (
     AffineDimExpr,
     AffineExpr,
     AffineMap,
-    AffineSet,
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -88,6 +87,7 @@ from copyir.dialects.copy import (
     semantics_attr,
     set_name,
 )
+from copyir.index import renumbered, renumbered_set
 from copyir.names import FreshNames
 from copyir.pipelines import PipelineOperand, Schedule, analyse
 
@@ -126,7 +126,7 @@ class _GridBuilder:
         if isinstance(expr, AffineConstantExpr):
             return expr.value
         used = sorted(self.grid)
-        mapped = expr.replace_dims_and_symbols(self.local(), [])
+        mapped = renumbered(expr, used)
         if isinstance(mapped, AffineConstantExpr):
             return mapped.value
         if isinstance(mapped, AffineDimExpr):
@@ -142,41 +142,15 @@ class _GridBuilder:
         self.known[str(mapped)] = value
         return value
 
-    def local(self) -> list[AffineExpr]:
-        """Grid dimensions as the dimensions of an op over the loops in
-        scope (operand k of its operands)."""
-        used = sorted(self.grid)
-        local = [AffineExpr.constant(0)] * (max(used, default=-1) + 1)
-        for position, dim in enumerate(used):
-            local[dim] = AffineExpr.dimension(position)
-        return local
-
     def when(self, *cases: list[AffineConstraintExpr]) -> _GridBuilder:
         """A builder for the body of a `when` that holds where all the
         constraints of one of the cases hold; the current builder itself
         when a case has none (it always holds)."""
         if not cases or any(not case for case in cases):
             return self
-        local, used = self.local(), sorted(self.grid)
+        used = sorted(self.grid)
         condition = ArrayAttr(
-            [
-                AffineSetAttr(
-                    AffineSet(
-                        len(used),
-                        0,
-                        tuple(
-                            AffineConstraintExpr(
-                                c.kind,
-                                c.lhs.replace_dims_and_symbols(local, []),
-                                c.rhs.replace_dims_and_symbols(local, []),
-                                canonicalize=False,
-                            )
-                            for c in case
-                        ),
-                    )
-                )
-                for case in cases
-            ]
+            [AffineSetAttr(renumbered_set(case, used)) for case in cases]
         )
         when = WhenOp.create(
             operands=[self.grid[d] for d in used],
