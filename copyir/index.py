@@ -429,7 +429,11 @@ def apply(
     """An affine function of indices, piece by piece: on every combination
     of the args' pieces that can hold together. One piece without
     constraints is its expression."""
-    pieces = [(where, function(*exprs)) for where, exprs in combinations(args)]
+    return _simplest([(where, function(*exprs)) for where, exprs in combinations(args)])
+
+
+def _simplest(pieces: Sequence[tuple[Conjunction, AffineExpr]]) -> AffineExpr | Pieces:
+    """The pieces, or the expression of the one piece without constraints."""
     if len(pieces) == 1 and not pieces[0][0]:
         return pieces[0][1]
     return Pieces(tuple(pieces))
@@ -494,9 +498,7 @@ def combine(kind: str, args: Sequence[Index]) -> AffineExpr | Pieces:
                 if where is not None:
                     pieces.append((where, value))
                     _within_limit(pieces)
-        result = Pieces(tuple(pieces))
-        if len(pieces) == 1 and not pieces[0][0]:
-            result = pieces[0][1]
+        result = _simplest(pieces)
     return cast(AffineExpr | Pieces, result)
 
 
