@@ -39,6 +39,7 @@ another one (data lost), and one shared across a parallel dimension.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,10 +134,7 @@ class Schedule:
     @property
     def steps(self) -> int:
         """Steps of one schedule (one point of the parallel dimensions)."""
-        count = 1
-        for d in self.sequential:
-            count *= self.grid[d]
-        return count
+        return math.prod(self.grid[d] for d in self.sequential)
 
     def linear(self) -> AffineExpr:
         """The step number inside a schedule: row-major over the sequential
@@ -176,15 +174,17 @@ class Schedule:
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
 
+    def after(self, operand: PipelineOperand) -> tuple[int, ...]:
+        """The sequential dimensions inside the one the operand follows (all
+        of them when it follows none): its block stays put while they run."""
+        if operand.follows is None:
+            return self.sequential
+        return tuple(d for d in self.sequential if d > operand.follows)
+
     def stays(self, operand: PipelineOperand) -> int:
         """The steps the operand's block stays put once it changed: the
-        extents of the sequential dimensions after the one it follows (all
-        of them when it follows none)."""
-        stays = 1
-        for d in self.sequential:
-            if operand.follows is None or d > operand.follows:
-                stays *= self.grid[d]
-        return stays
+        extents of the dimensions `after` the one it follows."""
+        return math.prod(self.grid[d] for d in self.after(operand))
 
     def fetch_distance(self, operand: PipelineOperand) -> int:
         """How many steps ahead an input's fetches are: `fetched - 1`, or
@@ -206,10 +206,7 @@ class Schedule:
         stays put (equal to `counter` at `at_step(offset)` there)."""
         if operand.follows is None:
             return AffineExpr.constant(0)
-        stays = 1
-        for d in self.sequential:
-            if d > operand.follows:
-                stays *= self.grid[d]
+        stays = self.stays(operand)
         step = self.linear() + offset
         return step // stays if stays > 1 else step
 
@@ -218,16 +215,11 @@ class Schedule:
     ) -> list[AffineConstraintExpr]:
         """Constraints (all `== 0`) that hold where the operand's block
         changes at the point."""
-        after = (
-            self.sequential
-            if operand.follows is None
-            else tuple(d for d in self.sequential if d > operand.follows)
-        )
         return [
             AffineConstraintExpr(
                 AffineConstraintKind.eq, point[d], AffineExpr.constant(0)
             )
-            for d in after
+            for d in self.after(operand)
         ]
 
     def block(
