@@ -356,9 +356,7 @@ def _schedule(
     points[0] += origin if parallel else 0
     dims = list(points)
     shown = (
-        points
-        if known is not None
-        else np.stack([np.broadcast_to(evaluate(u, dims), (total,)) for u in user])
+        points if known is not None else _blocks(AffineMap(len(grid), 0, user), dims)
     )
     inner = int(np.prod(grid[parallel:]))
     first = np.arange(total) % inner == 0  # each schedule's first step
@@ -372,8 +370,7 @@ def _schedule(
         blocks = found.astype(np.int64)
         number = counts[output]
         counts[output] += 1
-        changed = first.copy()
-        changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
+        changed = _changes(blocks, first)
         follows = _follows(ref, grid, parallel, points, changed, shown)
         trivial = bref.is_trivial_windowing
         aliased = isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
@@ -438,6 +435,14 @@ def _first_past_end(ref, bref: BufferedRefType, blocks, points, viewed: bool) ->
     raise CopyIRError(f"{message}, in iteration {format_tuple(points[:, at])}")
 
 
+def _changes(blocks: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Where the block changes: at each schedule's `first` step, and where
+    it differs from the previous step's."""
+    changed = first.copy()
+    changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
+    return changed
+
+
 def _first_visits(keys: np.ndarray) -> np.ndarray:
     """For each column of `keys`, the first column equal to it."""
     if not keys.shape[0]:  # a rank-0 operand: one block, always
@@ -453,9 +458,7 @@ def _check_revisit(number: int, blocks, points, first) -> None:
     """Pallas' interpret-mode check: an output block visited again after
     another block loses what the first visit wrote."""
     steps = blocks.shape[1]
-    starts = first.copy()
-    starts[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
-    runs = np.flatnonzero(starts)
+    runs = np.flatnonzero(_changes(blocks, first))
     ends = np.concatenate([runs[1:], [steps]]) - 1
     earlier = _first_visits(blocks[:, runs])
     again = np.flatnonzero(earlier != np.arange(len(runs)))
