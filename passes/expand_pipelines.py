@@ -42,14 +42,11 @@ from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     AffineSetAttr,
     ArrayAttr,
     IndexType,
-    IntegerAttr,
     ModuleOp,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -83,7 +80,6 @@ from copyir.dialects.copy import (
     WhenOp,
     WindowOp,
     kernel_level,
-    sem_index_result_type,
     semantics_attr,
     set_name,
 )
@@ -133,11 +129,7 @@ class _GridBuilder:
             return self.grid[used[mapped.position]]
         if str(mapped) in self.known:
             return self.known[str(mapped)]
-        op = IndexOp.create(
-            operands=[self.grid[d] for d in used],
-            properties={"map": AffineMapAttr(AffineMap(len(used), 0, (mapped,)))},
-            result_types=[IndexType()],
-        )
+        op = IndexOp(AffineMap(len(used), 0, (mapped,)), [self.grid[d] for d in used])
         value = self.add(op).results[0]
         self.known[str(mapped)] = value
         return value
@@ -370,12 +362,7 @@ class _Expansion:
             assert sems is not None  # asynchronous copies have them
             static = [DYNAMIC if isinstance(slot, SSAValue) else slot]
             dynamic = [slot] if isinstance(slot, SSAValue) else []
-            index = SemIndexOp.create(
-                operands=[sems, *dynamic],
-                properties={"indices": i64_array(tuple(static))},
-                result_types=[sem_index_result_type(sems.type, 1)],
-            )
-            sem = build.add(index).results[0]
+            sem = build.add(SemIndexOp(sems, static, dynamic)).results[0]
         build.add(
             BufferedCopyOp(
                 spec.ref if copy_in else bref,
@@ -602,14 +589,7 @@ class _Expansion:
         self, build: _GridBuilder, operand: _WindowedOperand, slot: IntOrIndex
     ) -> SSAValue:
         """Slot `slot` of the operand's window buffer, as a ref."""
-        bref = cast(SSAValue, operand.bref)
-        static = {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
-        window = WindowOp.create(
-            operands=[bref, *([slot] if isinstance(slot, SSAValue) else [])],
-            properties=static,
-            result_types=[WindowOp.slot_type(cast(BufferedRefType, bref.type))],
-        )
-        return build.add(window).results[0]
+        return build.add(WindowOp(cast(SSAValue, operand.bref), slot)).results[0]
 
     def view(self, build: _GridBuilder, spec: PipelineOperand, point) -> SSAValue:
         """The window of an operand in VMEM: a view of it at the block
@@ -649,8 +629,9 @@ class _Expansion:
             mapping[arg] = windows[position]
         for d, arg in enumerate(self.op.indices):
             value = build.value(self.schedule.user[d])
-            if isinstance(value, int):
-                value = build.add(_constant_index(value)).results[0]
+            if isinstance(value, int):  # a dimension of extent 1 split over cores
+                constant = IndexOp(AffineMap.constant_map(value), [])
+                value = build.add(constant).results[0]
             mapping[arg] = value
         if not last:
             for child in self.op.body.block.ops:
@@ -661,15 +642,6 @@ class _Expansion:
         for child in list(self.op.body.block.ops):
             child.detach()
             build.append(child)
-
-
-def _constant_index(value: int) -> Operation:
-    """A constant grid index (a dimension of extent 1 split over cores)."""
-    return IndexOp.create(
-        operands=[],
-        properties={"map": AffineMapAttr(AffineMap.constant_map(value))},
-        result_types=[IndexType()],
-    )
 
 
 @dataclass(frozen=True)
