@@ -62,7 +62,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.attributes import i64_array
 from copyir.dialects.copy import (
-    BLOCKED,
     DYNAMIC,
     PARALLEL,
     SQUEEZED,
@@ -83,12 +82,10 @@ from copyir.dialects.copy import (
     semantics_attr,
     set_name,
 )
+from copyir.dialects.copy.indexing import Index
 from copyir.index import renumbered, renumbered_set
 from copyir.names import FreshNames
 from copyir.pipelines import PipelineOperand, Schedule, analyse
-
-IntOrIndex = int | SSAValue
-"""An integer, or an index value of the loops in scope."""
 
 
 class _GridBuilder:
@@ -117,7 +114,7 @@ class _GridBuilder:
         self.ops.append(op)
         return op
 
-    def value(self, expr: AffineExpr) -> IntOrIndex:
+    def value(self, expr: AffineExpr) -> Index:
         """An expression of grid dimensions as an integer or an index value."""
         if isinstance(expr, AffineConstantExpr):
             return expr.value
@@ -586,7 +583,7 @@ class _Expansion:
             self.copy(guarded, operand, earlier, "wait", -lag, copy_in=False)
 
     def window(
-        self, build: _GridBuilder, operand: _WindowedOperand, slot: IntOrIndex
+        self, build: _GridBuilder, operand: _WindowedOperand, slot: Index
     ) -> SSAValue:
         """Slot `slot` of the operand's window buffer, as a ref."""
         return build.add(WindowOp(cast(SSAValue, operand.bref), slot)).results[0]
@@ -602,7 +599,7 @@ class _Expansion:
             spec.bref.block_dims, self.schedule.block(spec, point), strict=True
         ):
             kind, size = dim.kind.data, dim.size.data
-            start = build.value(index * size if kind == BLOCKED else index)
+            start = build.value(dim.start(index))
             if isinstance(start, SSAValue):
                 dynamic.append(start)
                 start = DYNAMIC
