@@ -1,36 +1,46 @@
 """expand-pipelines: each pipeline becomes loops of asynchronous window copies.
 
 A `copy.pipeline` (Pallas' `emit_pipeline`) becomes, per operand, a
-BufferedRef with one DMA semaphore per slot, and a grid loop whose body
-runs Pallas' schedule (`jax/_src/pallas/mosaic/pipeline.py`), each phase
-over the operands in spec order:
+BufferedRef with one DMA semaphore per slot (an `inout` one set for its
+fetches and one for its write-backs), and a grid loop whose body runs
+Pallas' schedule (`jax/_src/pallas/mosaic/pipeline.py`), each phase over
+the operands in spec order. An input fetches `in - 1` steps ahead (with
+`lookahead`, `in - 1` blocks ahead), an output waits each write-back
+`out - 1` steps after it starts; `in` and `out` are its buffer counts:
 
-- prologue: trivially windowed inputs are copied in synchronously; the
-  other inputs start the fetches of the first `buffers - 1` steps, a step's
-  fetch only if its block changes;
-- each step: every input starts the fetch for step `s + buffers - 1` if
-  its block changes there and it is inside the grid (with one buffer, the
-  current step's fetch); every input waits its current block if it changed
-  (always at the first step); every output whose block changes here marks
-  its window unwritten (a body must write a block before reading it); the
-  body runs on the current windows; every output starts its write-back if
-  its next block differs or at the last step (with one buffer, a
-  synchronous copy); every output waits its previous write-back if its
-  block changed and it is not the first step;
-- epilogue: the last write-backs are waited; trivially windowed outputs are
-  copied out synchronously.
+- prologue: trivially windowed inputs are copied in synchronously (and
+  trivially windowed outputs marked unwritten); the other inputs start
+  the fetches before their first one in the loop, a step's fetch only if
+  its block changes there;
+- each step: every input starts its fetch ahead if its block changes
+  there and it is inside the grid (with one buffer, the current step's
+  fetch); every input waits its current block if it changed (always at
+  the first step); every output that fetches nothing marks its window
+  unwritten where its block changes (a body must write a block before
+  reading it); the body runs on the current windows; every output starts
+  its write-back if its next block differs or at the last step (with one
+  output buffer, a synchronous copy); every output waits the write-back
+  started `out - 1` steps back, if one was;
+- epilogue: the write-backs still in flight are waited, oldest first;
+  trivially windowed outputs are copied out synchronously.
 
 Slots are counters that advance when a block changes, so the slot of a
 step is its operand's count of changes modulo the buffer count, and each
 slot has its own semaphore (`copyir.pipelines` finds the counts and the
-changes as affine functions of the grid indices). Parallel grid dimensions
-become an outer loop marked parallel, each iteration a whole schedule over
-the other dimensions, as the cores of a chip run them. With
-`no_pipelining`, every step copies each input block in and each output
-block out synchronously around the body.
+changes as affine functions of the grid indices). An operand already in
+VMEM gets no BufferedRef: its window is a view of it at the block, never
+copied. A `kernel_grid` pipeline's parallel dimensions become an outer
+loop marked parallel, each iteration a whole schedule over the other
+dimensions, as the cores of a chip run them; an `emit_pipeline` over
+`cores` becomes a loop over the cores marked parallel, each running its
+group's schedule on its share of the grid under a `when` (the body is
+copied into each group's schedule). With `no_pipelining`, every step
+copies each input block in and each output block out synchronously
+around the body.
 
-The result is loops, `when`s and asynchronous window copies, which the
-rest of the lowering turns into the stream.
+Pipelines nested in another's body are expanded first. The result is
+loops, `when`s and asynchronous window copies, which the rest of the
+lowering turns into the stream.
 """
 
 from __future__ import annotations
