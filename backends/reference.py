@@ -701,7 +701,7 @@ class _PipelineSpec:
             for (ref, output, bref, index_map), window, spec in zip(
                 op.specs(), op.windows, op.ref_specs.data, strict=True
             )
-            for viewed in [cast(RefType, ref.type).space_name == "vmem"]
+            for viewed in [op.viewed(ref)]
         ]
 
 

@@ -56,7 +56,6 @@ from copyir.dialects.copy import (
     PARALLEL,
     BufferedRefType,
     PipelineOp,
-    RefType,
     describe,
     past_end,
     past_end_error,
@@ -256,7 +255,7 @@ def analyse(op: PipelineOp) -> Plan:
     blocks = [_blocks(s[0][3].data, list(points)) for s in specs]
     for ((ref, _, bref, _), _), found in zip(specs, blocks, strict=True):
         _check_bounds(ref, bref, found, points)
-        viewed = isinstance(ref.type, RefType) and ref.type.space == bref.space
+        viewed = op.viewed(ref)
         if viewed or op.kernel_grid is None:
             _first_past_end(ref, bref, found, points, viewed)
     identity = tuple(AffineExpr.dimension(d) for d in range(len(grid)))
@@ -373,7 +372,7 @@ def _schedule(
         changed = _changes(blocks, first)
         follows = _follows(ref, grid, parallel, points, changed, shown)
         trivial = bref.is_trivial_windowing
-        aliased = isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
+        aliased = PipelineOp.viewed(ref)
         operands.append(
             PipelineOperand(
                 ref,

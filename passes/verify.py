@@ -331,7 +331,7 @@ def _pipeline_instructions(op: PipelineOp) -> int:
     for (ref, _, bref, index_map), spec in zip(
         op.specs(), op.ref_specs.data, strict=True
     ):
-        if isinstance(ref.type, RefType) and ref.type.space_name == "vmem":
+        if op.viewed(ref):
             continue  # viewed at each block, never copied
         block = [
             r.value if isinstance(r, AffineConstantExpr) else r

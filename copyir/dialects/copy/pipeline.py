@@ -350,6 +350,13 @@ class PipelineOp(GridOp):
         return found
 
     @staticmethod
+    def viewed(ref: SSAValue) -> bool:
+        """Whether the operand is in VMEM already, the windows' space: its
+        window is a view of it at the block, never a copy (Pallas'
+        `BufferedRef.create` allocates no buffer then)."""
+        return isinstance(ref.type, RefType) and ref.type.space_name == "vmem"
+
+    @staticmethod
     def window_types(refs_types: Sequence[Attribute], blocks) -> list[Attribute]:
         """The body's window types, from the operands' types and blocks."""
         types = []
@@ -397,7 +404,7 @@ class PipelineOp(GridOp):
                     )
                 if self.kernel_grid is not None:
                     raise CopyIRError(errors.INOUT_ON_KERNEL_GRID)
-            padded = self.kernel_grid is not None or type.space == bref.space
+            padded = self.kernel_grid is not None or self.viewed(ref)
             BufferedRefOp.check_type(bref, describe(ref), padded)
             if output and bref.buffers.data > 2 and self.kernel_grid is not None:
                 raise CopyIRError(errors.OUTPUT_BUFFERS)
