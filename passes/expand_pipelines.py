@@ -306,12 +306,16 @@ class _Expansion:
             guard = inside.when(group)
             self.expand_schedule(guard, operands, schedule, k == len(schedules) - 1)
 
+    def synchronous(self, spec: PipelineOperand) -> bool:
+        """Whether the operand's copies are synchronous, through one slot:
+        a whole-array block, or a pipeline without pipelining."""
+        return spec.trivial or self.op.no_pipelining is not None
+
     def allocate(self, spec: PipelineOperand, top: list[Operation]) -> _WindowedOperand:
         if spec.aliased:
             return _WindowedOperand(spec, None, None)
-        buffers = (
-            1 if (spec.trivial or self.op.no_pipelining is not None) else spec.buffers
-        )
+        synchronous = self.synchronous(spec)
+        buffers = 1 if synchronous else spec.buffers
         bref_type = spec.bref
         if bref_type.buffers.data != buffers:
             bref_type = BufferedRefType(
@@ -326,7 +330,7 @@ class _Expansion:
         name = getattr(spec.ref, "name_hint", None) or "operand"
         self.names.name(bref.results[0], f"{name}_window")
         top.append(bref)
-        if spec.trivial or self.op.no_pipelining is not None:
+        if synchronous:
             return _WindowedOperand(spec, bref.results[0], None)
 
         def semaphores(suffix: str) -> SSAValue:
@@ -390,7 +394,7 @@ class _Expansion:
     def slot(
         self, spec: PipelineOperand, point, offset: int | None = None
     ) -> AffineExpr:
-        if spec.trivial or self.op.no_pipelining is not None or spec.buffers == 1:
+        if self.synchronous(spec) or spec.buffers == 1:
             return AffineExpr.constant(0)
         if offset is not None:
             return self.schedule.counter_at_step(spec, offset) % spec.buffers
