@@ -288,8 +288,42 @@ def substitute_sets(
 
 def _set_of(constraints: Conjunction) -> AffineSet:
     """A set of these constraints over the dimensions they use."""
-    dims = {d for c in constraints for e in (c.lhs, c.rhs) for d in e.used_dims()}
-    return AffineSet(1 + max(dims, default=-1), 0, constraints)
+    return AffineSet(1 + max(used_dims(constraints), default=-1), 0, constraints)
+
+
+def used_dims(constraints: Iterable[AffineConstraintExpr]) -> list[int]:
+    """The dimensions the constraints use, in order."""
+    sides = (e for c in constraints for e in (c.lhs, c.rhs))
+    return sorted({d for e in sides for d in e.used_dims()})
+
+
+def renumbered(expr: AffineExpr, dims: Sequence[int]) -> AffineExpr:
+    """The expression with dimension `dims[k]` as dimension k: an op's
+    expression over the loop indices it takes as operands, in order."""
+    new = [AffineExpr.constant(0)] * (1 + max(dims, default=-1))
+    for k, d in enumerate(dims):
+        new[d] = AffineExpr.dimension(k)
+    return expr.replace_dims_and_symbols(new, [])
+
+
+def renumbered_set(
+    constraints: Iterable[AffineConstraintExpr], dims: Sequence[int]
+) -> AffineSet:
+    """A set of the constraints over `dims`, dimension `dims[k]` its
+    dimension k (see `renumbered`)."""
+    return AffineSet(
+        len(dims),
+        0,
+        tuple(
+            AffineConstraintExpr(
+                c.kind,
+                renumbered(c.lhs, dims),
+                renumbered(c.rhs, dims),
+                canonicalize=False,
+            )
+            for c in constraints
+        ),
+    )
 
 
 def holds(sets: Sequence[AffineSet], dims: Dims) -> np.ndarray:
@@ -395,7 +429,11 @@ def apply(
     """An affine function of indices, piece by piece: on every combination
     of the args' pieces that can hold together. One piece without
     constraints is its expression."""
-    pieces = [(where, function(*exprs)) for where, exprs in combinations(args)]
+    return _simplest([(where, function(*exprs)) for where, exprs in combinations(args)])
+
+
+def _simplest(pieces: Sequence[tuple[Conjunction, AffineExpr]]) -> AffineExpr | Pieces:
+    """The pieces, or the expression of the one piece without constraints."""
     if len(pieces) == 1 and not pieces[0][0]:
         return pieces[0][1]
     return Pieces(tuple(pieces))
@@ -460,9 +498,7 @@ def combine(kind: str, args: Sequence[Index]) -> AffineExpr | Pieces:
                 if where is not None:
                     pieces.append((where, value))
                     _within_limit(pieces)
-        result = Pieces(tuple(pieces))
-        if len(pieces) == 1 and not pieces[0][0]:
-            result = pieces[0][1]
+        result = _simplest(pieces)
     return cast(AffineExpr | Pieces, result)
 
 

@@ -39,6 +39,7 @@ another one (data lost), and one shared across a parallel dimension.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,10 +134,7 @@ class Schedule:
     @property
     def steps(self) -> int:
         """Steps of one schedule (one point of the parallel dimensions)."""
-        count = 1
-        for d in self.sequential:
-            count *= self.grid[d]
-        return count
+        return math.prod(self.grid[d] for d in self.sequential)
 
     def linear(self) -> AffineExpr:
         """The step number inside a schedule: row-major over the sequential
@@ -176,15 +174,17 @@ class Schedule:
         dims = tuple(range(self.parallel, operand.follows + 1))
         return self.number_of(dims).replace_dims_and_symbols(point, [])
 
+    def after(self, operand: PipelineOperand) -> tuple[int, ...]:
+        """The sequential dimensions inside the one the operand follows (all
+        of them when it follows none): its block stays put while they run."""
+        if operand.follows is None:
+            return self.sequential
+        return tuple(d for d in self.sequential if d > operand.follows)
+
     def stays(self, operand: PipelineOperand) -> int:
         """The steps the operand's block stays put once it changed: the
-        extents of the sequential dimensions after the one it follows (all
-        of them when it follows none)."""
-        stays = 1
-        for d in self.sequential:
-            if operand.follows is None or d > operand.follows:
-                stays *= self.grid[d]
-        return stays
+        extents of the dimensions `after` the one it follows."""
+        return math.prod(self.grid[d] for d in self.after(operand))
 
     def fetch_distance(self, operand: PipelineOperand) -> int:
         """How many steps ahead an input's fetches are: `fetched - 1`, or
@@ -206,10 +206,7 @@ class Schedule:
         stays put (equal to `counter` at `at_step(offset)` there)."""
         if operand.follows is None:
             return AffineExpr.constant(0)
-        stays = 1
-        for d in self.sequential:
-            if d > operand.follows:
-                stays *= self.grid[d]
+        stays = self.stays(operand)
         step = self.linear() + offset
         return step // stays if stays > 1 else step
 
@@ -218,16 +215,11 @@ class Schedule:
     ) -> list[AffineConstraintExpr]:
         """Constraints (all `== 0`) that hold where the operand's block
         changes at the point."""
-        after = (
-            self.sequential
-            if operand.follows is None
-            else tuple(d for d in self.sequential if d > operand.follows)
-        )
         return [
             AffineConstraintExpr(
                 AffineConstraintKind.eq, point[d], AffineExpr.constant(0)
             )
-            for d in after
+            for d in self.after(operand)
         ]
 
     def block(
@@ -364,9 +356,7 @@ def _schedule(
     points[0] += origin if parallel else 0
     dims = list(points)
     shown = (
-        points
-        if known is not None
-        else np.stack([np.broadcast_to(evaluate(u, dims), (total,)) for u in user])
+        points if known is not None else _blocks(AffineMap(len(grid), 0, user), dims)
     )
     inner = int(np.prod(grid[parallel:]))
     first = np.arange(total) % inner == 0  # each schedule's first step
@@ -380,8 +370,7 @@ def _schedule(
         blocks = found.astype(np.int64)
         number = counts[output]
         counts[output] += 1
-        changed = first.copy()
-        changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
+        changed = _changes(blocks, first)
         follows = _follows(ref, grid, parallel, points, changed, shown)
         trivial = bref.is_trivial_windowing
         aliased = is_viewed(ref)
@@ -446,6 +435,14 @@ def _first_past_end(ref, bref: BufferedRefType, blocks, points, viewed: bool) ->
     raise CopyIRError(f"{message}, in iteration {format_tuple(points[:, at])}")
 
 
+def _changes(blocks: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Where the block changes: at each schedule's `first` step, and where
+    it differs from the previous step's."""
+    changed = first.copy()
+    changed[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
+    return changed
+
+
 def _first_visits(keys: np.ndarray) -> np.ndarray:
     """For each column of `keys`, the first column equal to it."""
     if not keys.shape[0]:  # a rank-0 operand: one block, always
@@ -461,9 +458,7 @@ def _check_revisit(number: int, blocks, points, first) -> None:
     """Pallas' interpret-mode check: an output block visited again after
     another block loses what the first visit wrote."""
     steps = blocks.shape[1]
-    starts = first.copy()
-    starts[1:] |= (blocks[:, 1:] != blocks[:, :-1]).any(axis=0)
-    runs = np.flatnonzero(starts)
+    runs = np.flatnonzero(_changes(blocks, first))
     ends = np.concatenate([runs[1:], [steps]]) - 1
     earlier = _first_visits(blocks[:, runs])
     again = np.flatnonzero(earlier != np.arange(len(runs)))

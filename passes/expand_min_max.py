@@ -17,7 +17,7 @@ predicated instruction per piece, never per iteration.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -26,11 +26,9 @@ from xdsl.dialects.builtin import AffineSetAttr, ArrayAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
-    AffineConstraintExpr,
     AffineDimExpr,
     AffineExpr,
     AffineMap,
-    AffineSet,
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -48,7 +46,14 @@ from copyir.dialects.copy import (
     WindowOp,
 )
 from copyir.dialects.copy.indexing import Index
-from copyir.index import Conjunction, combinations, substitute_sets
+from copyir.index import (
+    Conjunction,
+    combinations,
+    renumbered,
+    renumbered_set,
+    substitute_sets,
+    used_dims,
+)
 
 VALUES = (ViewOp, SemIndexOp, IndexOp, AsyncCopyOp, WindowOp)
 """Ops that only make a value from their operands: rebuilt per piece with
@@ -130,7 +135,7 @@ class _Splitter:
         """A piece's affine index as an index value of the loop indices."""
         dims = sorted(expr.used_dims())
         args = [self.accesses.dim_value(d) for d in dims]
-        local = _renumbered(expr, dims)
+        local = renumbered(expr, dims)
         if isinstance(local, AffineDimExpr):
             return args[0]
         index = IndexOp(AffineMap(len(args), 0, (local,)), args)
@@ -140,9 +145,9 @@ class _Splitter:
 
     def when(self, where: Conjunction, body: list[Operation], at: Operation) -> WhenOp:
         """The piece's ops under the piece's constraints."""
-        dims = _dims_of(where)
+        dims = used_dims(where)
         when = WhenOp(
-            [_renumbered_set(where, dims)],
+            [renumbered_set(where, dims)],
             [self.accesses.dim_value(d) for d in dims],
             Region(Block(body)),
         )
@@ -153,10 +158,10 @@ class _Splitter:
         """A condition on a min or max: the condition on each piece."""
         args = [self.accesses.index(a) for a in op.args]
         sets = substitute_sets([s.data for s in op.condition.data], args)
-        dims = _dims_of(c for s in sets for c in s.constraints)
-        renumbered = [_renumbered_set(s.constraints, dims) for s in sets]
+        dims = used_dims(c for s in sets for c in s.constraints)
+        local = [renumbered_set(s.constraints, dims) for s in sets]
         op.operands = [self.accesses.dim_value(d) for d in dims]
-        op.properties["condition"] = ArrayAttr(AffineSetAttr(s) for s in renumbered)
+        op.properties["condition"] = ArrayAttr(AffineSetAttr(s) for s in local)
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -233,39 +238,6 @@ def _unused_constant(op: Operation) -> bool:
         return False
     op.erase()
     return True
-
-
-def _renumbered(expr: AffineExpr, dims: Sequence[int]) -> AffineExpr:
-    """Kernel dimension `dims[k]` as dimension k."""
-    top = 1 + max(dims, default=-1)
-    new = [AffineExpr.dimension(0)] * top
-    for k, d in enumerate(dims):
-        new[d] = AffineExpr.dimension(k)
-    return expr.replace_dims_and_symbols(new, [])
-
-
-def _dims_of(constraints: Iterable[AffineConstraintExpr]) -> list[int]:
-    """The kernel dimensions the constraints use, in order."""
-    sides = (e for c in constraints for e in (c.lhs, c.rhs))
-    return sorted({d for e in sides for d in e.used_dims()})
-
-
-def _renumbered_set(constraints: Conjunction, dims: Sequence[int]) -> AffineSet:
-    """A set of the constraints over `dims`, kernel dimension `dims[k]` its
-    dimension k."""
-    return AffineSet(
-        len(dims),
-        0,
-        tuple(
-            AffineConstraintExpr(
-                c.kind,
-                _renumbered(c.lhs, dims),
-                _renumbered(c.rhs, dims),
-                canonicalize=False,
-            )
-            for c in constraints
-        ),
-    )
 
 
 def expand_min_max(kernel: KernelOp) -> None:

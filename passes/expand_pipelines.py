@@ -1,36 +1,46 @@
 """expand-pipelines: each pipeline becomes loops of asynchronous window copies.
 
 A `copy.pipeline` (Pallas' `emit_pipeline`) becomes, per operand, a
-BufferedRef with one DMA semaphore per slot, and a grid loop whose body
-runs Pallas' schedule (`jax/_src/pallas/mosaic/pipeline.py`), each phase
-over the operands in spec order:
+BufferedRef with one DMA semaphore per slot (an `inout` one set for its
+fetches and one for its write-backs), and a grid loop whose body runs
+Pallas' schedule (`jax/_src/pallas/mosaic/pipeline.py`), each phase over
+the operands in spec order. An input fetches `in - 1` steps ahead (with
+`lookahead`, `in - 1` blocks ahead), an output waits each write-back
+`out - 1` steps after it starts; `in` and `out` are its buffer counts:
 
-- prologue: trivially windowed inputs are copied in synchronously; the
-  other inputs start the fetches of the first `buffers - 1` steps, a step's
-  fetch only if its block changes;
-- each step: every input starts the fetch for step `s + buffers - 1` if
-  its block changes there and it is inside the grid (with one buffer, the
-  current step's fetch); every input waits its current block if it changed
-  (always at the first step); every output whose block changes here marks
-  its window unwritten (a body must write a block before reading it); the
-  body runs on the current windows; every output starts its write-back if
-  its next block differs or at the last step (with one buffer, a
-  synchronous copy); every output waits its previous write-back if its
-  block changed and it is not the first step;
-- epilogue: the last write-backs are waited; trivially windowed outputs are
-  copied out synchronously.
+- prologue: trivially windowed inputs are copied in synchronously (and
+  trivially windowed outputs marked unwritten); the other inputs start
+  the fetches before their first one in the loop, a step's fetch only if
+  its block changes there;
+- each step: every input starts its fetch ahead if its block changes
+  there and it is inside the grid (with one buffer, the current step's
+  fetch); every input waits its current block if it changed (always at
+  the first step); every output that fetches nothing marks its window
+  unwritten where its block changes (a body must write a block before
+  reading it); the body runs on the current windows; every output starts
+  its write-back if its next block differs or at the last step (with one
+  output buffer, a synchronous copy); every output waits the write-back
+  started `out - 1` steps back, if one was;
+- epilogue: the write-backs still in flight are waited, oldest first;
+  trivially windowed outputs are copied out synchronously.
 
 Slots are counters that advance when a block changes, so the slot of a
 step is its operand's count of changes modulo the buffer count, and each
 slot has its own semaphore (`copyir.pipelines` finds the counts and the
-changes as affine functions of the grid indices). Parallel grid dimensions
-become an outer loop marked parallel, each iteration a whole schedule over
-the other dimensions, as the cores of a chip run them. With
-`no_pipelining`, every step copies each input block in and each output
-block out synchronously around the body.
+changes as affine functions of the grid indices). An operand already in
+VMEM gets no BufferedRef: its window is a view of it at the block, never
+copied. A `kernel_grid` pipeline's parallel dimensions become an outer
+loop marked parallel, each iteration a whole schedule over the other
+dimensions, as the cores of a chip run them; an `emit_pipeline` over
+`cores` becomes a loop over the cores marked parallel, each running its
+group's schedule on its share of the grid under a `when` (the body is
+copied into each group's schedule). With `no_pipelining`, every step
+copies each input block in and each output block out synchronously
+around the body.
 
-The result is loops, `when`s and asynchronous window copies, which the
-rest of the lowering turns into the stream.
+Pipelines nested in another's body are expanded first. The result is
+loops, `when`s and asynchronous window copies, which the rest of the
+lowering turns into the stream.
 """
 
 from __future__ import annotations
@@ -42,14 +52,11 @@ from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     AffineSetAttr,
     ArrayAttr,
     IndexType,
-    IntegerAttr,
     ModuleOp,
     UnitAttr,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -59,14 +66,12 @@ from xdsl.ir.affine import (
     AffineDimExpr,
     AffineExpr,
     AffineMap,
-    AffineSet,
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from copyir.attributes import i64_array
 from copyir.dialects.copy import (
-    BLOCKED,
     DYNAMIC,
     PARALLEL,
     SQUEEZED,
@@ -84,15 +89,13 @@ from copyir.dialects.copy import (
     WhenOp,
     WindowOp,
     kernel_level,
-    sem_index_result_type,
     semantics_attr,
     set_name,
 )
+from copyir.dialects.copy.indexing import Index
+from copyir.index import renumbered, renumbered_set
 from copyir.names import FreshNames
 from copyir.pipelines import PipelineOperand, Schedule, analyse
-
-IntOrIndex = int | SSAValue
-"""An integer, or an index value of the loops in scope."""
 
 
 class _GridBuilder:
@@ -121,35 +124,22 @@ class _GridBuilder:
         self.ops.append(op)
         return op
 
-    def value(self, expr: AffineExpr) -> IntOrIndex:
+    def value(self, expr: AffineExpr) -> Index:
         """An expression of grid dimensions as an integer or an index value."""
         if isinstance(expr, AffineConstantExpr):
             return expr.value
         used = sorted(self.grid)
-        mapped = expr.replace_dims_and_symbols(self.local(), [])
+        mapped = renumbered(expr, used)
         if isinstance(mapped, AffineConstantExpr):
             return mapped.value
         if isinstance(mapped, AffineDimExpr):
             return self.grid[used[mapped.position]]
         if str(mapped) in self.known:
             return self.known[str(mapped)]
-        op = IndexOp.create(
-            operands=[self.grid[d] for d in used],
-            properties={"map": AffineMapAttr(AffineMap(len(used), 0, (mapped,)))},
-            result_types=[IndexType()],
-        )
+        op = IndexOp(AffineMap(len(used), 0, (mapped,)), [self.grid[d] for d in used])
         value = self.add(op).results[0]
         self.known[str(mapped)] = value
         return value
-
-    def local(self) -> list[AffineExpr]:
-        """Grid dimensions as the dimensions of an op over the loops in
-        scope (operand k of its operands)."""
-        used = sorted(self.grid)
-        local = [AffineExpr.constant(0)] * (max(used, default=-1) + 1)
-        for position, dim in enumerate(used):
-            local[dim] = AffineExpr.dimension(position)
-        return local
 
     def when(self, *cases: list[AffineConstraintExpr]) -> _GridBuilder:
         """A builder for the body of a `when` that holds where all the
@@ -157,26 +147,9 @@ class _GridBuilder:
         when a case has none (it always holds)."""
         if not cases or any(not case for case in cases):
             return self
-        local, used = self.local(), sorted(self.grid)
+        used = sorted(self.grid)
         condition = ArrayAttr(
-            [
-                AffineSetAttr(
-                    AffineSet(
-                        len(used),
-                        0,
-                        tuple(
-                            AffineConstraintExpr(
-                                c.kind,
-                                c.lhs.replace_dims_and_symbols(local, []),
-                                c.rhs.replace_dims_and_symbols(local, []),
-                                canonicalize=False,
-                            )
-                            for c in case
-                        ),
-                    )
-                )
-                for case in cases
-            ]
+            [AffineSetAttr(renumbered_set(case, used)) for case in cases]
         )
         when = WhenOp.create(
             operands=[self.grid[d] for d in used],
@@ -333,12 +306,16 @@ class _Expansion:
             guard = inside.when(group)
             self.expand_schedule(guard, operands, schedule, k == len(schedules) - 1)
 
+    def synchronous(self, spec: PipelineOperand) -> bool:
+        """Whether the operand's copies are synchronous, through one slot:
+        a whole-array block, or a pipeline without pipelining."""
+        return spec.trivial or self.op.no_pipelining is not None
+
     def allocate(self, spec: PipelineOperand, top: list[Operation]) -> _WindowedOperand:
         if spec.aliased:
             return _WindowedOperand(spec, None, None)
-        buffers = (
-            1 if (spec.trivial or self.op.no_pipelining is not None) else spec.buffers
-        )
+        synchronous = self.synchronous(spec)
+        buffers = 1 if synchronous else spec.buffers
         bref_type = spec.bref
         if bref_type.buffers.data != buffers:
             bref_type = BufferedRefType(
@@ -353,7 +330,7 @@ class _Expansion:
         name = getattr(spec.ref, "name_hint", None) or "operand"
         self.names.name(bref.results[0], f"{name}_window")
         top.append(bref)
-        if spec.trivial or self.op.no_pipelining is not None:
+        if synchronous:
             return _WindowedOperand(spec, bref.results[0], None)
 
         def semaphores(suffix: str) -> SSAValue:
@@ -396,12 +373,7 @@ class _Expansion:
             assert sems is not None  # asynchronous copies have them
             static = [DYNAMIC if isinstance(slot, SSAValue) else slot]
             dynamic = [slot] if isinstance(slot, SSAValue) else []
-            index = SemIndexOp.create(
-                operands=[sems, *dynamic],
-                properties={"indices": i64_array(tuple(static))},
-                result_types=[sem_index_result_type(sems.type, 1)],
-            )
-            sem = build.add(index).results[0]
+            sem = build.add(SemIndexOp(sems, static, dynamic)).results[0]
         build.add(
             BufferedCopyOp(
                 spec.ref if copy_in else bref,
@@ -422,7 +394,7 @@ class _Expansion:
     def slot(
         self, spec: PipelineOperand, point, offset: int | None = None
     ) -> AffineExpr:
-        if spec.trivial or self.op.no_pipelining is not None or spec.buffers == 1:
+        if self.synchronous(spec) or spec.buffers == 1:
             return AffineExpr.constant(0)
         if offset is not None:
             return self.schedule.counter_at_step(spec, offset) % spec.buffers
@@ -625,17 +597,10 @@ class _Expansion:
             self.copy(guarded, operand, earlier, "wait", -lag, copy_in=False)
 
     def window(
-        self, build: _GridBuilder, operand: _WindowedOperand, slot: IntOrIndex
+        self, build: _GridBuilder, operand: _WindowedOperand, slot: Index
     ) -> SSAValue:
         """Slot `slot` of the operand's window buffer, as a ref."""
-        bref = cast(SSAValue, operand.bref)
-        static = {} if isinstance(slot, SSAValue) else {"slot": IntegerAttr(slot, i64)}
-        window = WindowOp.create(
-            operands=[bref, *([slot] if isinstance(slot, SSAValue) else [])],
-            properties=static,
-            result_types=[WindowOp.slot_type(cast(BufferedRefType, bref.type))],
-        )
-        return build.add(window).results[0]
+        return build.add(WindowOp(cast(SSAValue, operand.bref), slot)).results[0]
 
     def view(self, build: _GridBuilder, spec: PipelineOperand, point) -> SSAValue:
         """The window of an operand in VMEM: a view of it at the block
@@ -648,7 +613,7 @@ class _Expansion:
             spec.bref.block_dims, self.schedule.block(spec, point), strict=True
         ):
             kind, size = dim.kind.data, dim.size.data
-            start = build.value(index * size if kind == BLOCKED else index)
+            start = build.value(dim.start(index))
             if isinstance(start, SSAValue):
                 dynamic.append(start)
                 start = DYNAMIC
@@ -675,8 +640,9 @@ class _Expansion:
             mapping[arg] = windows[position]
         for d, arg in enumerate(self.op.indices):
             value = build.value(self.schedule.user[d])
-            if isinstance(value, int):
-                value = build.add(_constant_index(value)).results[0]
+            if isinstance(value, int):  # a dimension of extent 1 split over cores
+                constant = IndexOp(AffineMap.constant_map(value), [])
+                value = build.add(constant).results[0]
             mapping[arg] = value
         if not last:
             for child in self.op.body.block.ops:
@@ -687,15 +653,6 @@ class _Expansion:
         for child in list(self.op.body.block.ops):
             child.detach()
             build.append(child)
-
-
-def _constant_index(value: int) -> Operation:
-    """A constant grid index (a dimension of extent 1 split over cores)."""
-    return IndexOp.create(
-        operands=[],
-        properties={"map": AffineMapAttr(AffineMap.constant_map(value))},
-        result_types=[IndexType()],
-    )
 
 
 @dataclass(frozen=True)

@@ -248,8 +248,8 @@ class PipelineOp(GridOp):
 
     `copy.pipeline grid(8, 3) in %x : !copy.ref<...> block [128, 128] index
     affine_map<(d0, d1) -> (d0, d1)> buffers 3, out %y : ... (%xw, %yw, %i,
-    %j) { ... }`: each operand has its `PipelineSpecAttr` (an input or an
-    output, a block shape, an index map and a buffer count); the body's
+    %j) { ... }`: each operand has its `PipelineSpecAttr` (`in`, `out` or
+    `inout`, a block shape, an index map and its buffer counts); the body's
     arguments are the operands' windows (VMEM refs of the block shape,
     squeezed dimensions dropped), then the grid indices. Operands may be in
     any memory space: an inner pipeline streams an outer one's windows.
